@@ -1,0 +1,61 @@
+import { currentRequestId } from '../log/index.ts';
+
+export type ActorPrincipal = 'User' | 'Worker' | 'System' | 'Adapter';
+
+/** One row of spec §2.6. tenant_id is null for install-scoped events. */
+export interface AuditEntry {
+  tenantId: string | null;
+  actorPrincipal: ActorPrincipal;
+  actorId: string;
+  action: string;
+  resourceType: string;
+  resourceId?: string | null;
+  before?: unknown;
+  after?: unknown;
+  actingAs?: string | null;
+  /** Defaults to the request id of the surrounding request (see log/withRequestId). */
+  requestId?: string | null;
+  details?: Record<string, unknown>;
+}
+
+export interface AuditRecord {
+  id: string;
+  timestamp: Date;
+}
+
+interface Queryable {
+  query<R extends object>(text: string, values?: unknown[]): Promise<{ rows: R[] }>;
+}
+
+const json = (value: unknown): string | null =>
+  value === undefined ? null : JSON.stringify(value);
+
+/**
+ * Appends one audit row inside the caller's transaction, so the row commits or rolls back
+ * with the mutation it describes. RLS lets it write only into the current tenant (or an
+ * install-scoped row); the caller chooses the transaction that carries that context.
+ */
+export async function writeAudit(db: Queryable, entry: AuditEntry): Promise<AuditRecord> {
+  const { rows } = await db.query<AuditRecord>(
+    `INSERT INTO audit_log (tenant_id, actor_principal, actor_id, action, resource_type,
+       resource_id, before, after, acting_as, request_id, details)
+     VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9, $10, $11::jsonb)
+     RETURNING id, "timestamp"`,
+    [
+      entry.tenantId,
+      entry.actorPrincipal,
+      entry.actorId,
+      entry.action,
+      entry.resourceType,
+      entry.resourceId ?? null,
+      json(entry.before),
+      json(entry.after),
+      entry.actingAs ?? null,
+      entry.requestId ?? currentRequestId() ?? null,
+      JSON.stringify(entry.details ?? {}),
+    ],
+  );
+  const row = rows[0];
+  if (!row) throw new Error('audit insert returned no row');
+  return row;
+}

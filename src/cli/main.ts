@@ -1,0 +1,74 @@
+import { Command, Option } from 'commander';
+import { ConfigError, loadConfig } from '../config/index.ts';
+import { createLogger } from '../log/index.ts';
+import { runDbUrl, runMigrate, runPsql } from './database.ts';
+import { serve } from './serve.ts';
+
+function configOrExit() {
+  try {
+    return loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`svc: invalid configuration: ${error.message}\n`);
+      process.exit(2);
+    }
+    throw error;
+  }
+}
+
+const program = new Command('svc')
+  .description(
+    'Multi-tenant security-operations control plane. Configuration comes from SVC_* environment variables (see README).',
+  )
+  .showHelpAfterError();
+
+program
+  .command('serve')
+  .description(
+    'Start the database (embedded when none is configured), migrate, and serve HTTP on SVC_HOST:SVC_PORT',
+  )
+  .action(async () => {
+    const config = configOrExit();
+    await serve(config, createLogger(config.logLevel));
+  });
+
+program
+  .command('migrate')
+  .description('Apply pending SQL migrations from sql/ and sync the chart-compatibility list')
+  .action(async () => {
+    const config = configOrExit();
+    await runMigrate(config, createLogger(config.logLevel));
+  });
+
+const db = program.command('db').description('Database connection helpers');
+db.command('url')
+  .description('Print the connection URL of one of the three database roles')
+  .addOption(
+    new Option('--role <role>', 'admin (svc_admin), app (svc_app) or mssp (svc_mssp)')
+      .choices(['admin', 'app', 'mssp'])
+      .default('app'),
+  )
+  .option('--show-password', 'print the password instead of REDACTED', false)
+  .action(async (options: { role: 'admin' | 'app' | 'mssp'; showPassword: boolean }) => {
+    const config = configOrExit();
+    await runDbUrl(config, createLogger('silent'), options.role, options.showPassword);
+  });
+
+program
+  .command('psql')
+  .description(
+    'Open psql as svc_app; with --tenant, app.current_tenant_id is set so RLS shows that tenant only',
+  )
+  .option('--tenant <slug-or-uuid>', 'the tenant whose rows the session may see')
+  .argument('[psql-args...]', 'passed to psql after --, e.g. -- -c "SELECT count(*) FROM events"')
+  .action(async (psqlArgs: string[], options: { tenant?: string }) => {
+    const config = configOrExit();
+    process.exitCode = await runPsql(config, createLogger('warn'), psqlArgs, options.tenant);
+  });
+
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  process.stderr.write(`svc: ${(error as Error).message}\n`);
+  process.exit(1);
+}

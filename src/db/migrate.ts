@@ -1,0 +1,141 @@
+import { createHash } from 'node:crypto';
+import { readdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+
+export const SQL_DIR = fileURLToPath(new URL('../../sql/', import.meta.url));
+export const COMPAT_SQL = path.join(SQL_DIR, 'generated', 'chart_compatibility.sql');
+
+export class MigrationError extends Error {
+  override name = 'MigrationError';
+}
+
+export interface MigrationFile {
+  version: number;
+  name: string;
+  sql: string;
+  checksum: string;
+}
+
+export interface MigrateResult {
+  applied: string[];
+  compatibilitySynced: boolean;
+}
+
+const FILE_PATTERN = /^(\d{4})_[a-z0-9_]+\.sql$/;
+
+function checksum(sql: string): string {
+  return createHash('sha256').update(sql).digest('hex');
+}
+
+export async function readMigrations(dir = SQL_DIR): Promise<MigrationFile[]> {
+  const names = (await readdir(dir)).filter((n) => n.endsWith('.sql')).sort();
+  const files: MigrationFile[] = [];
+  for (const name of names) {
+    const match = FILE_PATTERN.exec(name);
+    if (!match?.[1]) throw new MigrationError(`${name}: migration files are named NNNN_words.sql`);
+    const sql = await readFile(path.join(dir, name), 'utf8');
+    files.push({ version: Number(match[1]), name, sql, checksum: checksum(sql) });
+  }
+  files.forEach((file, index) => {
+    if (file.version !== index + 1) {
+      throw new MigrationError(`${file.name}: expected version ${index + 1}; versions are dense`);
+    }
+  });
+  return files;
+}
+
+// Any number; only svc migrations take this advisory lock, so concurrent starts queue.
+const LOCK_KEY = 727_001;
+
+/**
+ * Applies pending migrations in order, each in its own transaction as svc_admin, then syncs
+ * the chart-compatibility list when it changed. History is immutable: an applied file that
+ * is missing or whose checksum changed stops everything before anything is written.
+ */
+export async function migrate(
+  admin: pg.ClientConfig,
+  options: { dir?: string; compatSql?: string } = {},
+): Promise<MigrateResult> {
+  const files = await readMigrations(options.dir);
+  const compatSql = await readFile(options.compatSql ?? COMPAT_SQL, 'utf8');
+  const client = new pg.Client(admin);
+  await client.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [LOCK_KEY]);
+    await client.query(`
+      CREATE TABLE IF NOT EXISTS schema_migrations (
+        version integer PRIMARY KEY,
+        name text NOT NULL,
+        checksum text NOT NULL,
+        applied_at timestamptz NOT NULL DEFAULT now()
+      );
+      CREATE TABLE IF NOT EXISTS schema_seeds (
+        name text PRIMARY KEY,
+        checksum text NOT NULL,
+        applied_at timestamptz NOT NULL DEFAULT now()
+      )`);
+    const applied = await client.query<{ version: number; name: string; checksum: string }>(
+      'SELECT version, name, checksum FROM schema_migrations ORDER BY version',
+    );
+    for (const row of applied.rows) {
+      const file = files.find((f) => f.version === row.version);
+      if (!file) {
+        throw new MigrationError(
+          `migration ${row.name} was applied to this database but is missing from ${options.dir ?? SQL_DIR}`,
+        );
+      }
+      if (file.checksum !== row.checksum || file.name !== row.name) {
+        throw new MigrationError(
+          `migration ${row.name} was edited after it was applied (checksum ${row.checksum.slice(0, 12)} ≠ ${file.checksum.slice(0, 12)}); add a new migration instead`,
+        );
+      }
+    }
+    const done = new Set(applied.rows.map((r) => r.version));
+    const result: MigrateResult = { applied: [], compatibilitySynced: false };
+    for (const file of files.filter((f) => !done.has(f.version))) {
+      await inTransaction(client, async () => {
+        await client.query(file.sql);
+        await client.query(
+          'INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)',
+          [file.version, file.name, file.checksum],
+        );
+      }).catch((error: unknown) => {
+        throw new MigrationError(`${file.name}: ${(error as Error).message}`);
+      });
+      result.applied.push(file.name);
+    }
+    const compatChecksum = checksum(compatSql);
+    const seed = await client.query(
+      `SELECT 1 FROM schema_seeds WHERE name = 'chart_compatibility' AND checksum = $1`,
+      [compatChecksum],
+    );
+    if (!seed.rowCount) {
+      await inTransaction(client, async () => {
+        await client.query(compatSql);
+        await client.query(
+          `INSERT INTO schema_seeds (name, checksum) VALUES ('chart_compatibility', $1)
+           ON CONFLICT (name) DO UPDATE SET checksum = excluded.checksum, applied_at = now()`,
+          [compatChecksum],
+        );
+      });
+      result.compatibilitySynced = true;
+    }
+    return result;
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => undefined);
+    await client.end();
+  }
+}
+
+async function inTransaction(client: pg.Client, fn: () => Promise<void>): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    await fn();
+    await client.query('COMMIT');
+  } catch (error) {
+    await client.query('ROLLBACK');
+    throw error;
+  }
+}

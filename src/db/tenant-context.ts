@@ -1,0 +1,46 @@
+import type pg from 'pg';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export function isUuid(value: unknown): value is string {
+  return typeof value === 'string' && UUID.test(value);
+}
+
+export type Transaction = pg.PoolClient;
+
+/** One transaction on the pool, rolled back when fn throws. */
+export async function inTransaction<T>(
+  pool: pg.Pool,
+  fn: (tx: Transaction) => Promise<T>,
+): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * Runs fn in one transaction on the svc_app pool with `app.current_tenant_id` set for that
+ * transaction only (is_local = true), so the setting can never outlive it on a pooled
+ * connection. RLS then confines every statement in fn to that tenant.
+ */
+export async function withTenant<T>(
+  pool: pg.Pool,
+  tenantId: string,
+  fn: (tx: Transaction) => Promise<T>,
+): Promise<T> {
+  if (!isUuid(tenantId))
+    throw new TypeError(`tenant id must be a uuid, got ${JSON.stringify(tenantId)}`);
+  return inTransaction(pool, async (tx) => {
+    await tx.query(`SELECT set_config('app.current_tenant_id', $1, true)`, [tenantId]);
+    return fn(tx);
+  });
+}

@@ -1,0 +1,34 @@
+import type { Context } from 'hono';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+
+/** RFC 9457 body; `code` is the stable machine-readable identifier listed in docs/errors.md. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  code: string;
+  detail?: string;
+  instance?: string;
+  request_id?: string;
+  [extension: string]: unknown;
+}
+
+export function problem(
+  c: Context,
+  status: ContentfulStatusCode,
+  code: string,
+  title: string,
+  extra: Omit<Partial<Problem>, 'status' | 'code' | 'title'> = {},
+): Response {
+  const body: Problem = {
+    type: `urn:svc:problem:${code}`,
+    title,
+    status,
+    code,
+    instance: new URL(c.req.url).pathname,
+    ...extra,
+  };
+  const requestId = c.get('requestId');
+  if (requestId) body.request_id = requestId;
+  return c.body(JSON.stringify(body), status, { 'content-type': 'application/problem+json' });
+}

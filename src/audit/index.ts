@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { currentRequestId } from '../log/index.ts';
 
 export type ActorPrincipal = 'User' | 'Worker' | 'System' | 'Adapter';
@@ -20,7 +21,6 @@ export interface AuditEntry {
 
 export interface AuditRecord {
   id: string;
-  timestamp: Date;
 }
 
 interface Queryable {
@@ -36,12 +36,15 @@ const json = (value: unknown): string | null =>
  * install-scoped row); the caller chooses the transaction that carries that context.
  */
 export async function writeAudit(db: Queryable, entry: AuditEntry): Promise<AuditRecord> {
-  const { rows } = await db.query<AuditRecord>(
-    `INSERT INTO audit_log (tenant_id, actor_principal, actor_id, action, resource_type,
+  // No RETURNING: it would need read access to the new row, which the writer of an
+  // install-scoped row does not have (policy audit_read).
+  const id = randomUUID();
+  await db.query(
+    `INSERT INTO audit_log (id, tenant_id, actor_principal, actor_id, action, resource_type,
        resource_id, before, after, acting_as, request_id, details)
-     VALUES ($1, $2, $3, $4, $5, $6, $7::jsonb, $8::jsonb, $9, $10, $11::jsonb)
-     RETURNING id, "timestamp"`,
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8::jsonb, $9::jsonb, $10, $11, $12::jsonb)`,
     [
+      id,
       entry.tenantId,
       entry.actorPrincipal,
       entry.actorId,
@@ -55,7 +58,5 @@ export async function writeAudit(db: Queryable, entry: AuditEntry): Promise<Audi
       JSON.stringify(entry.details ?? {}),
     ],
   );
-  const row = rows[0];
-  if (!row) throw new Error('audit insert returned no row');
-  return row;
+  return { id };
 }

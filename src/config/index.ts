@@ -161,6 +161,9 @@ function readCredentials(env: Env): Record<DatabaseRole, Credential> | undefined
 function readDatabase(env: Env): DatabaseConfig {
   const host = read(env, 'SVC_DATABASE_HOST');
   const bootstrapUrl = read(env, 'SVC_DATABASE_BOOTSTRAP_URL');
+  const port = read(env, 'SVC_DATABASE_PORT');
+  const database = read(env, 'SVC_DATABASE_NAME') ?? 'svc';
+  const ssl = read(env, 'SVC_DATABASE_SSL') === 'require';
   const credentials = readCredentials(env);
   if (host === undefined && bootstrapUrl === undefined) {
     if (credentials !== undefined) {
@@ -188,11 +191,11 @@ function readDatabase(env: Env): DatabaseConfig {
   return {
     kind: 'external',
     host: host ?? url?.hostname ?? 'localhost',
-    port: read(env, 'SVC_DATABASE_PORT') ?? (url?.port ? Number(url.port) : 5432),
-    database: read(env, 'SVC_DATABASE_NAME') ?? 'svc',
+    port: port ?? (url?.port ? Number(url.port) : 5432),
+    database,
     credentials,
     bootstrapUrl,
-    ssl: read(env, 'SVC_DATABASE_SSL') === 'require',
+    ssl,
   };
 }
 

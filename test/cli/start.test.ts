@@ -1,0 +1,167 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import pg from 'pg';
+import { freePort } from '../../src/db/embedded.ts';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const run = promisify(execFile);
+
+let dataDir: string;
+let port: number;
+let env: NodeJS.ProcessEnv;
+
+before(async () => {
+  dataDir = await mkdtemp(path.join(tmpdir(), 'svc-start-'));
+  port = await freePort();
+  env = { ...process.env, SVC_DATA_DIR: dataDir, SVC_PORT: String(port), SVC_LOG_LEVEL: 'info' };
+});
+after(() => rm(dataDir, { recursive: true, force: true }));
+
+interface Started {
+  child: ChildProcess;
+  output: () => string;
+}
+
+/** `npm start`, exactly as the README says, in its own process group so it can be stopped whole. */
+async function start(): Promise<Started> {
+  const child = spawn('npm', ['start'], {
+    cwd: ROOT,
+    env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (d) => {
+    output += d;
+  });
+  child.stderr?.on('data', (d) => {
+    output += d;
+  });
+  const deadline = Date.now() + 90_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`svc exited early:\n${output}`);
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/healthz`);
+      if (res.status === 200) return { child, output: () => output };
+    } catch {
+      // not listening yet
+    }
+    await sleep(250);
+  }
+  throw new Error(`svc did not become healthy:\n${output}`);
+}
+
+async function stop({ child }: Started): Promise<void> {
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  if (child.pid) process.kill(-child.pid, 'SIGTERM');
+  await exited;
+  assert.ok(await gone(path.join(dataDir, 'pg', 'postmaster.pid')), 'postgres stopped with svc');
+}
+
+/** npm exits on the signal at once; svc and its postgres finish shutting down after it. */
+async function gone(file: string): Promise<boolean> {
+  for (let i = 0; i < 100; i++) {
+    try {
+      await stat(file);
+    } catch {
+      return true;
+    }
+    await sleep(100);
+  }
+  return false;
+}
+
+async function svc(...args: string[]): Promise<string> {
+  const { stdout } = await run('npm', ['run', '--silent', 'svc', '--', ...args], {
+    cwd: ROOT,
+    env,
+  });
+  return stdout.trim();
+}
+
+test('npm start serves /healthz on an embedded database; a second start reuses the data', async () => {
+  const first = await start();
+  const health = await (await fetch(`http://127.0.0.1:${port}/healthz`)).json();
+  assert.deepEqual(health, { status: 'ok', auth_mode: 'internal', database: { ready: true } });
+  assert.match(first.output(), /"applied":\["0001_roles\.sql"/);
+
+  const redacted = await svc('db', 'url', '--role', 'app');
+  assert.match(redacted, /^postgresql:\/\/svc_app:REDACTED@127\.0\.0\.1:\d+\/svc$/);
+  const url = await svc('db', 'url', '--role', 'app', '--show-password');
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  await client.query(`INSERT INTO tenants (slug, display_name) VALUES ('keepme', 'Keep Me')`);
+  await client.end();
+  const credentials = await readFile(path.join(dataDir, 'credentials.json'), 'utf8');
+  await stop(first);
+
+  const second = await start();
+  try {
+    assert.match(second.output(), /"applied":\[\]/);
+    assert.equal(await readFile(path.join(dataDir, 'credentials.json'), 'utf8'), credentials);
+    const again = new pg.Client({ connectionString: url });
+    await again.connect();
+    const { rows } = await again.query(`SELECT display_name FROM tenants WHERE slug = 'keepme'`);
+    await again.end();
+    assert.deepEqual(rows, [{ display_name: 'Keep Me' }]);
+
+    const { stdout } = await run(
+      'npm',
+      [
+        'run',
+        '--silent',
+        'svc',
+        '--',
+        'psql',
+        '--tenant',
+        'keepme',
+        '--',
+        '-Atc',
+        "SELECT current_setting('app.current_tenant_id') = (SELECT id::text FROM tenants WHERE slug = 'keepme'), current_user",
+      ],
+      { cwd: ROOT, env },
+    );
+    assert.equal(stdout.trim(), 't|svc_app');
+    const migrated = await svc('migrate');
+    assert.match(migrated, /migrations applied: none \(up to date\)/);
+  } finally {
+    await stop(second);
+  }
+});
+
+test('svc psql refuses an unknown tenant', async () => {
+  await assert.rejects(
+    svc('psql', '--tenant', 'nobody-here', '--', '-c', 'SELECT 1'),
+    /no tenant with slug or id "nobody-here"/,
+  );
+});
+
+test('an invalid setting stops svc with one line naming the variable, exit code 2', async () => {
+  const failed = await run('npm', ['run', '--silent', 'svc', '--', 'serve'], {
+    cwd: ROOT,
+    env: { ...env, SVC_PORT: 'http' },
+  }).then(
+    () => assert.fail('svc started with SVC_PORT=http'),
+    (error: { code: number; stderr: string }) => error,
+  );
+  assert.equal(failed.code, 2);
+  assert.equal(
+    failed.stderr,
+    'svc: invalid configuration: SVC_PORT: expected an integer port 1-65535, got "http"\n',
+  );
+});
+
+test('svc --help describes every command', async () => {
+  const help = await svc('--help');
+  for (const command of ['serve', 'migrate', 'db', 'psql'])
+    assert.match(help, new RegExp(`\\n  ${command}\\b`));
+  assert.match(await svc('db', 'url', '--help'), /--show-password/);
+  assert.match(await svc('psql', '--help'), /--tenant <slug-or-uuid>/);
+});

@@ -1,0 +1,108 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { test } from 'node:test';
+import { ConfigError, loadConfig } from '../../src/config/index.ts';
+
+test('defaults: port 8080, internal auth, embedded database under ./.svc', () => {
+  const config = loadConfig({}, '/srv/app');
+  assert.equal(config.port, 8080);
+  assert.equal(config.authMode, 'internal');
+  assert.equal(config.dataDir, '/srv/app/.svc');
+  assert.deepEqual(config.database, { kind: 'embedded' });
+});
+
+test('§5.1 SVC_AUTH_MODE accepts internal and proxy only', () => {
+  assert.equal(loadConfig({ SVC_AUTH_MODE: 'proxy' }).authMode, 'proxy');
+  assert.throws(() => loadConfig({ SVC_AUTH_MODE: 'hybrid' }), {
+    name: 'ConfigError',
+    message: 'SVC_AUTH_MODE: expected internal or proxy, got "hybrid"',
+  });
+});
+
+test('an invalid value stops with one line naming the variable and what is expected', () => {
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ SVC_PORT: 'eighty' }, /^SVC_PORT: expected an integer port 1-65535, got "eighty"$/],
+    [{ SVC_PORT: '70000' }, /^SVC_PORT: expected/],
+    [{ SVC_LOG_LEVEL: 'loud' }, /^SVC_LOG_LEVEL: expected one of/],
+    [{ SVC_TRUSTED_PROXY_CIDRS: '10.0.0.0/8,banana' }, /^SVC_TRUSTED_PROXY_CIDRS: expected/],
+    [{ SVC_TRUSTED_PROXY_CIDRS: '300.1.1.1/8' }, /^SVC_TRUSTED_PROXY_CIDRS: expected/],
+    [{ SVC_TRUSTED_PROXY_CIDRS: '10.0.0.0/33' }, /^SVC_TRUSTED_PROXY_CIDRS: expected/],
+    [{ SVC_DATABASE_HOST: 'db', SVC_DATABASE_PORT: '0' }, /^SVC_DATABASE_PORT: expected/],
+    [{ SVC_DATABASE_BOOTSTRAP_URL: 'mysql://root@db' }, /^SVC_DATABASE_BOOTSTRAP_URL: expected/],
+  ];
+  for (const [env, message] of cases) {
+    assert.throws(
+      () => loadConfig(env),
+      (e: Error) =>
+        e instanceof ConfigError && message.test(e.message) && !e.message.includes('\n'),
+    );
+  }
+});
+
+const SIX = {
+  SVC_DATABASE_ADMIN_USER: 'svc_admin',
+  SVC_DATABASE_ADMIN_PASSWORD: 'a',
+  SVC_DATABASE_APP_USER: 'svc_app',
+  SVC_DATABASE_APP_PASSWORD: 'b',
+  SVC_DATABASE_MSSP_USER: 'svc_mssp',
+  SVC_DATABASE_MSSP_PASSWORD: 'c',
+};
+
+test('§2.9 external database: host plus the six credentials from env vars', () => {
+  const config = loadConfig({ SVC_DATABASE_HOST: 'db.internal', ...SIX });
+  assert.deepEqual(config.database, {
+    kind: 'external',
+    host: 'db.internal',
+    port: 5432,
+    database: 'svc',
+    credentials: {
+      admin: { user: 'svc_admin', password: 'a' },
+      app: { user: 'svc_app', password: 'b' },
+      mssp: { user: 'svc_mssp', password: 'c' },
+    },
+    bootstrapUrl: undefined,
+    ssl: false,
+  });
+});
+
+test('§2.9 external database: the six credentials from a mounted Secret directory', async () => {
+  const dir = await mkdtemp(path.join(tmpdir(), 'svc-secret-'));
+  try {
+    for (const [key, value] of Object.entries(SIX)) {
+      await writeFile(path.join(dir, key.replace('SVC_DATABASE_', '').toLowerCase()), `${value}\n`);
+    }
+    const config = loadConfig({ SVC_DATABASE_HOST: 'db', SVC_DATABASE_CREDENTIALS_DIR: dir });
+    assert.equal(config.database.kind, 'external');
+    if (config.database.kind === 'external') {
+      assert.deepEqual(config.database.credentials?.mssp, { user: 'svc_mssp', password: 'c' });
+    }
+  } finally {
+    await rm(dir, { recursive: true });
+  }
+});
+
+test('§2.9 an incomplete credential set names the first missing one', () => {
+  const { SVC_DATABASE_MSSP_PASSWORD: _omitted, ...five } = SIX;
+  assert.throws(
+    () => loadConfig({ SVC_DATABASE_HOST: 'db', ...five }),
+    /^ConfigError: SVC_DATABASE_MSSP_PASSWORD: expected a value/,
+  );
+  assert.throws(
+    () => loadConfig({ SVC_DATABASE_HOST: 'db' }),
+    /SVC_DATABASE_ADMIN_USER: expected the six database credentials/,
+  );
+});
+
+test('a bootstrap superuser URL alone is enough: host and port come from it', () => {
+  const config = loadConfig({
+    SVC_DATABASE_BOOTSTRAP_URL: 'postgres://postgres:pw@pg.local:6543/postgres',
+  });
+  assert.equal(config.database.kind, 'external');
+  if (config.database.kind === 'external') {
+    assert.equal(config.database.host, 'pg.local');
+    assert.equal(config.database.port, 6543);
+    assert.equal(config.database.credentials, undefined);
+  }
+});

@@ -1,0 +1,123 @@
+import { randomUUID } from 'node:crypto';
+import type pg from 'pg';
+
+interface Queryable {
+  query<R extends object>(text: string, values?: unknown[]): Promise<{ rows: R[] }>;
+}
+
+/** Inserts a tenant row (tenants is install-scoped, so any role with INSERT may do it). */
+export async function createTenant(db: Queryable | pg.Pool, slug?: string): Promise<string> {
+  const s = slug ?? `t-${randomUUID().slice(0, 8)}`;
+  const { rows } = await (db as Queryable).query<{ id: string }>(
+    'INSERT INTO tenants (slug, display_name) VALUES ($1, $2) RETURNING id',
+    [s, `Tenant ${s}`],
+  );
+  const id = rows[0]?.id;
+  if (!id) throw new Error('tenant insert returned no id');
+  return id;
+}
+
+type Inserter = (tx: Queryable, tenantId: string) => Promise<void>;
+
+async function investigation(tx: Queryable, tenantId: string): Promise<string> {
+  const { rows } = await tx.query<{ id: string }>(
+    `INSERT INTO investigations (tenant_id, title, severity) VALUES ($1, 'Suspicious login', 'high')
+     RETURNING id`,
+    [tenantId],
+  );
+  return rows[0]?.id ?? '';
+}
+
+/**
+ * One valid row for every table that has a tenant_id column. The catalog test fails when a
+ * table exists without an entry here, so every new table gets the isolation probes for free.
+ */
+export const TENANT_ROW_FIXTURES: Record<string, Inserter> = {
+  events: async (tx, t) => {
+    await tx.query(
+      `INSERT INTO events (tenant_id, stream_type, stream_id, stream_seq, type, payload, occurred_at)
+       VALUES ($1, 'investigation', $2, 1, 'investigation.opened', '{"source":"test"}', now())`,
+      [t, randomUUID()],
+    );
+  },
+  investigations: async (tx, t) => {
+    await investigation(tx, t);
+  },
+  metrics_hourly: async (tx, t) => {
+    await tx.query(
+      `INSERT INTO metrics_hourly (tenant_id, bucket, metric, value)
+       VALUES ($1, date_trunc('hour', now()) - make_interval(hours => (random() * 1000)::int), 'alerts.ingested', 1)`,
+      [t],
+    );
+  },
+  ioc_stats: async (tx, t) => {
+    await tx.query(
+      `INSERT INTO ioc_stats (tenant_id, ioc_type, ioc_value, hits, first_seen_at, last_seen_at)
+       VALUES ($1, 'ip', $2, 3, now(), now())`,
+      [t, `198.51.100.${Math.floor(Math.random() * 250)}-${randomUUID()}`],
+    );
+  },
+  rule_stats: async (tx, t) => {
+    await tx.query(`INSERT INTO rule_stats (tenant_id, rule_id, fired) VALUES ($1, $2, 5)`, [
+      t,
+      `rule-${randomUUID()}`,
+    ]);
+  },
+  analyzer_stats: async (tx, t) => {
+    await tx.query(`INSERT INTO analyzer_stats (tenant_id, analyzer, runs) VALUES ($1, $2, 2)`, [
+      t,
+      `analyzer-${randomUUID()}`,
+    ]);
+  },
+  pending_reviews: async (tx, t) => {
+    const inv = await investigation(tx, t);
+    await tx.query(
+      `INSERT INTO pending_reviews (tenant_id, investigation_id, proposed_action, rationale, risk, requested_by)
+       VALUES ($1, $2, 'isolate_host', 'Beaconing to known C2', 'high', 'worker:triage')`,
+      [t, inv],
+    );
+  },
+  integration_configs: async (tx, t) => {
+    await tx.query(
+      `INSERT INTO integration_configs (tenant_id, kind, name, endpoint_url)
+       VALUES ($1, 'siem', $2, 'https://siem.example.test')`,
+      [t, `siem-${randomUUID()}`],
+    );
+  },
+  branding_configs: async (tx, t) => {
+    await tx.query(
+      `INSERT INTO branding_configs (tenant_id, app_name, primary_color, secondary_color)
+       VALUES ($1, 'Acme SOC', '#112233', '#abcdef')
+       ON CONFLICT (tenant_id) DO UPDATE SET app_name = excluded.app_name`,
+      [t],
+    );
+  },
+  tenant_secrets: async (tx, t) => {
+    const suffix = randomUUID().slice(0, 8);
+    await tx.query(
+      `INSERT INTO tenant_secrets (tenant_id, purpose, namespace, name)
+       VALUES ($1, $2, 'svc-system', $3)`,
+      [t, `llm-${suffix}`, `tenant-${t}-llm-${suffix}`],
+    );
+  },
+  tenant_lifecycle_events: async (tx, t) => {
+    await tx.query(
+      `INSERT INTO tenant_lifecycle_events (tenant_id, kind, from_state, to_state, actor)
+       VALUES ($1, 'transition', 'pending', 'provisioning', 'system:orchestrator')`,
+      [t],
+    );
+  },
+  audit_log: async (tx, t) => {
+    await tx.query(
+      `INSERT INTO audit_log (tenant_id, actor_principal, actor_id, action, resource_type)
+       VALUES ($1, 'System', 'system:test', 'tenant.create', 'tenant')`,
+      [t],
+    );
+  },
+  users: async (tx, t) => {
+    await tx.query(
+      `INSERT INTO users (tenant_id, email, role) VALUES ($1, $2, 'customer_viewer')`,
+      [t, `viewer-${randomUUID().slice(0, 8)}@customer.test`],
+    );
+  },
+};

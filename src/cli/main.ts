@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { ConfigError, loadConfig } from '../config/index.ts';
 import { createLogger } from '../log/index.ts';
+import { runCreateAdmin, runSetPassword } from './auth.ts';
 import { runDbUrl, runMigrate, runPsql } from './database.ts';
 import { serve } from './serve.ts';
 
@@ -64,6 +65,30 @@ program
   .action(async (psqlArgs: string[], options: { tenant?: string }) => {
     const config = configOrExit();
     process.exitCode = await runPsql(config, createLogger('warn'), psqlArgs, options.tenant);
+  });
+
+const auth = program
+  .command('auth')
+  .description('Internal-mode account administration (spec §5.10)');
+auth
+  .command('set-password')
+  .description(
+    "Set a user's password (prompted twice on a terminal, else read from stdin); the user must change it at next sign-in",
+  )
+  .argument('<email>', "the user's email")
+  .option('--generate', 'generate a strong password and print it once', false)
+  .action(async (email: string, options: { generate: boolean }) => {
+    const config = configOrExit();
+    await runSetPassword(config, createLogger('warn'), email, options.generate);
+  });
+auth
+  .command('create-admin')
+  .description('Create a platform_admin (password prompted, read from stdin, or generated)')
+  .requiredOption('--email <email>', "the new administrator's email")
+  .option('--generate', 'generate a strong password and print it once', false)
+  .action(async (options: { email: string; generate: boolean }) => {
+    const config = configOrExit();
+    await runCreateAdmin(config, createLogger('warn'), options.email, options.generate);
   });
 
 try {

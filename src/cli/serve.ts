@@ -1,8 +1,13 @@
 import { serve as listen } from '@hono/node-server';
+import { createOriginPolicy } from '../auth/csrf.ts';
+import { createPlatformAdmin, hasNoUsers } from '../auth/operator.ts';
+import { createPasswordHasher, generatePassword } from '../auth/passwords.ts';
+import { createAuthService } from '../auth/service.ts';
 import type { Config } from '../config/index.ts';
 import { migrate } from '../db/migrate.ts';
 import { createAppDatabase } from '../db/pools.ts';
 import { openDatabase } from '../db/runtime.ts';
+import { createSystemGate } from '../db/system-gate.ts';
 import { clientConfig } from '../db/target.ts';
 import { createApp } from '../http/app.ts';
 import type { Logger } from '../log/index.ts';
@@ -16,11 +21,46 @@ export async function serve(config: Config, logger: Logger): Promise<void> {
     'migrated',
   );
   const db = createAppDatabase(runtime.target);
+  const system = createSystemGate(runtime.target);
+  const hasher = createPasswordHasher({
+    concurrency: config.auth.hashConcurrency,
+    queue: config.auth.hashQueue,
+  });
+  const now = () => new Date();
+
+  if (runtime.embedded && config.authMode === 'internal' && (await hasNoUsers(db))) {
+    const password = generatePassword();
+    await createPlatformAdmin(db, hasher, config.auth.bootstrapAdminEmail, password);
+    // Straight to the terminal, once; never through the logger.
+    process.stderr.write(
+      `\nsvc: first start — created platform_admin ${config.auth.bootstrapAdminEmail} with password:\n\n    ${password}\n\nSign in and choose a new password; this one is not shown again.\n\n`,
+    );
+  }
+
+  const origins = createOriginPolicy({
+    msspHostname: config.auth.msspHostname,
+    customerHostname: config.auth.customerHostname,
+    allowLoopback: runtime.embedded && !config.auth.msspHostname && !config.auth.customerHostname,
+  });
+  if (origins.describe().length === 0) {
+    logger.warn(
+      'no SVC_MSSP_HOSTNAME or SVC_CUSTOMER_HOSTNAME: every state-changing request will be refused (CSRF)',
+    );
+  }
   const app = createApp({
     authMode: config.authMode,
     trustedProxyCidrs: config.trustedProxyCidrs,
     logger,
     databaseReady: db.ping,
+    api: {
+      auth: config.auth,
+      db,
+      system,
+      hasher,
+      origins,
+      now,
+      service: createAuthService({ db, hasher, now, authMode: config.authMode }),
+    },
   });
   const server = listen({ fetch: app.fetch, hostname: config.host, port: config.port }, (info) => {
     logger.info(
@@ -28,6 +68,7 @@ export async function serve(config: Config, logger: Logger): Promise<void> {
         url: `http://${config.host}:${info.port}`,
         auth_mode: config.authMode,
         embedded_db: runtime.embedded,
+        origins: origins.describe(),
       },
       'svc listening',
     );
@@ -41,6 +82,6 @@ export async function serve(config: Config, logger: Logger): Promise<void> {
     process.once('SIGINT', shutdown);
     process.once('SIGTERM', shutdown);
   });
-  await db.close();
+  await Promise.all([db.close(), system.close()]);
   await runtime.stop();
 }

@@ -1,7 +1,16 @@
 import { Hono } from 'hono';
-import type { AuthMode } from '../config/index.ts';
+import { checkCsrf, type OriginPolicy } from '../auth/csrf.ts';
+import type { PasswordHasher } from '../auth/passwords.ts';
+import { createRateLimiter } from '../auth/rate-limit.ts';
+import type { AuthService } from '../auth/service.ts';
+import type { AuthConfig, AuthMode } from '../config/index.ts';
+import type { AppDatabase } from '../db/pools.ts';
+import type { SystemGate } from '../db/system-gate.ts';
 import type { Logger } from '../log/index.ts';
-import { problem } from './problem.ts';
+import { authRoutes } from './auth/routes.ts';
+import { authenticate, requirePasswordCurrent } from './authenticate.ts';
+import { msspUserRoutes } from './mssp/users.ts';
+import { ProblemError, problem } from './problem.ts';
 import { peerAddress, requestId, trustedProxies } from './request-id.ts';
 
 declare module 'hono' {
@@ -10,17 +19,35 @@ declare module 'hono' {
   }
 }
 
+/** What the API needs beyond health: present in `svc serve`, absent in bare HTTP tests. */
+export interface ApiDeps {
+  auth: AuthConfig;
+  db: AppDatabase;
+  system: SystemGate;
+  service: AuthService;
+  hasher: PasswordHasher;
+  origins: OriginPolicy;
+  now: () => Date;
+}
+
 export interface AppDeps {
   authMode: AuthMode;
   trustedProxyCidrs: readonly string[];
   logger: Logger;
   /** True when the database answers as svc_app. */
   databaseReady: () => Promise<boolean>;
+  api?: ApiDeps;
 }
+
+const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** The internal-auth endpoints of spec §4.1; in proxy mode each answers 404 (spec §7). */
+const INTERNAL_AUTH_PATHS = ['/api/auth/*', '/api/mssp/users/:id/password/reset'];
 
 export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
-  app.use(requestId(trustedProxies(deps.trustedProxyCidrs)));
+  const proxies = trustedProxies(deps.trustedProxyCidrs);
+  app.use(requestId(proxies));
   app.use(async (c, next) => {
     const started = performance.now();
     await next();
@@ -44,8 +71,66 @@ export function createApp(deps: AppDeps): Hono {
     );
   });
 
+  const api = deps.api;
+  if (api) {
+    // Spec §5.6, both modes, before anything else looks at the request.
+    app.use(async (c, next) => {
+      if (STATE_CHANGING.has(c.req.method)) {
+        const verdict = checkCsrf(api.origins, c.req.header('origin'), c.req.header('referer'));
+        if (!verdict.ok) {
+          deps.logger.warn(
+            { reason: verdict.reason, origin: c.req.header('origin') },
+            'csrf rejected',
+          );
+          throw new ProblemError(403, 'csrf_rejected', 'Cross-site request refused', {
+            detail: verdict.reason,
+          });
+        }
+      }
+      await next();
+    });
+
+    const routes = authRoutes({
+      service: api.service,
+      perIp: createRateLimiter(api.auth.loginRateLimitPerIp, () => api.now().getTime()),
+      perEmail: createRateLimiter(api.auth.loginRateLimitPerEmail, () => api.now().getTime()),
+      proxies,
+      now: api.now,
+    });
+    if (deps.authMode === 'internal') {
+      app.route('/', routes.public);
+    } else {
+      for (const path of INTERNAL_AUTH_PATHS) {
+        app.all(path, (c) => problem(c, 404, 'not_found', 'Not Found'));
+      }
+    }
+    app.use(
+      '/api/*',
+      authenticate({
+        mode: deps.authMode,
+        auth: api.auth,
+        service: api.service,
+        db: api.db,
+        proxies,
+        logger: deps.logger,
+      }),
+      requirePasswordCurrent(),
+    );
+    if (deps.authMode === 'internal') {
+      app.route('/', routes.authenticated);
+      app.route(
+        '/',
+        msspUserRoutes({ db: api.db, system: api.system, hasher: api.hasher, now: api.now }),
+      );
+    }
+  }
+
   app.notFound((c) => problem(c, 404, 'not_found', 'Not Found'));
   app.onError((error, c) => {
+    if (error instanceof ProblemError) {
+      for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
+      return problem(c, error.status, error.code, error.title, error.extra);
+    }
     deps.logger.error({ err: error }, 'unhandled error');
     return problem(c, 500, 'internal', 'Internal Server Error');
   });

@@ -32,3 +32,17 @@ export function problem(
   if (requestId) body.request_id = requestId;
   return c.body(JSON.stringify(body), status, { 'content-type': 'application/problem+json' });
 }
+
+/** Thrown anywhere in a handler; app.onError turns it into the problem response. */
+export class ProblemError extends Error {
+  override name = 'ProblemError';
+  constructor(
+    readonly status: ContentfulStatusCode,
+    readonly code: string,
+    readonly title: string,
+    readonly extra: Omit<Partial<Problem>, 'status' | 'code' | 'title'> = {},
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(`${status} ${code}: ${title}`);
+  }
+}

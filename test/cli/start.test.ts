@@ -65,14 +65,19 @@ async function stop({ child }: Started): Promise<void> {
   assert.ok(await gone(path.join(dataDir, 'pg', 'postmaster.pid')), 'postgres stopped with svc');
 }
 
-async function signIn(email: string, password: string): Promise<{ status: number; must_change?: boolean }> {
+async function signIn(
+  email: string,
+  password: string,
+): Promise<{ status: number; must_change?: boolean | undefined }> {
   const res = await fetch(`http://127.0.0.1:${port}/api/auth/login`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', origin: `http://127.0.0.1:${port}` },
     body: JSON.stringify({ email, password }),
   });
   const body = (await res.json()) as { must_change?: boolean };
-  return res.status === 200 ? { status: res.status, must_change: body.must_change } : { status: res.status };
+  return res.status === 200
+    ? { status: res.status, must_change: body.must_change }
+    : { status: res.status };
 }
 
 /** npm exits on the signal at once; svc and its postgres finish shutting down after it. */
@@ -110,9 +115,15 @@ test('npm start serves /healthz on an embedded database; a second start reuses t
   await client.query(`INSERT INTO tenants (slug, display_name) VALUES ('keepme', 'Keep Me')`);
   await client.end();
   const credentials = await readFile(path.join(dataDir, 'credentials.json'), 'utf8');
-  const printed = /created platform_admin admin@localhost with password:\n\n {4}(\S+)\n/.exec(first.output());
+  const printed = /created platform_admin admin@localhost with password:\n\n {4}(\S+)\n/.exec(
+    first.output(),
+  );
   assert.ok(printed?.[1], 'the first start prints the generated admin password');
-  assert.equal(first.output().split(printed[1]).length, 2, 'the password appears exactly once in all output');
+  assert.equal(
+    first.output().split(printed[1]).length,
+    2,
+    'the password appears exactly once in all output',
+  );
   const login = await signIn('admin@localhost', printed[1]);
   assert.deepEqual([login.status, login.must_change], [200, true]);
   await stop(first);
@@ -120,16 +131,37 @@ test('npm start serves /healthz on an embedded database; a second start reuses t
   const reset = await svc('auth', 'set-password', 'admin@localhost', '--generate');
   const generated = /\n(\S+)$/.exec(reset)?.[1];
   assert.ok(generated, reset);
-  const created = await run('bash', ['-c', 'printf "%s\\n" "a long enough passphrase" | npm run --silent svc -- auth create-admin --email second@localhost'], { cwd: ROOT, env });
+  const created = await run(
+    'bash',
+    [
+      '-c',
+      'printf "%s\\n" "a long enough passphrase" | npm run --silent svc -- auth create-admin --email second@localhost',
+    ],
+    { cwd: ROOT, env },
+  );
   assert.match(created.stdout, /platform_admin second@localhost created/);
 
   const second = await start();
   try {
     assert.match(second.output(), /"applied":\[\]/);
-    assert.doesNotMatch(second.output(), /created platform_admin/, 'only the first start creates an admin');
-    assert.equal((await signIn('admin@localhost', printed[1])).status, 401, 'set-password replaced it');
-    assert.deepEqual(await signIn('admin@localhost', generated), { status: 200, must_change: true });
-    assert.deepEqual(await signIn('second@localhost', 'a long enough passphrase'), { status: 200, must_change: true });
+    assert.doesNotMatch(
+      second.output(),
+      /created platform_admin/,
+      'only the first start creates an admin',
+    );
+    assert.equal(
+      (await signIn('admin@localhost', printed[1])).status,
+      401,
+      'set-password replaced it',
+    );
+    assert.deepEqual(await signIn('admin@localhost', generated), {
+      status: 200,
+      must_change: true,
+    });
+    assert.deepEqual(await signIn('second@localhost', 'a long enough passphrase'), {
+      status: 200,
+      must_change: true,
+    });
     assert.equal(await readFile(path.join(dataDir, 'credentials.json'), 'utf8'), credentials);
     const again = new pg.Client({ connectionString: url });
     await again.connect();

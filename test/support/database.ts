@@ -52,6 +52,8 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     app: new pg.Pool({ ...clientConfig(target, 'app'), max: 3 }),
     mssp: new pg.Pool({ ...clientConfig(target, 'mssp'), max: 3 }),
   };
+  // A client that is still closing when the database is dropped must not crash the file.
+  for (const pool of Object.values(pools)) pool.on('error', () => undefined);
   const app = createAppDatabase(target, 3);
   return {
     name,
@@ -64,6 +66,15 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       const client = new pg.Client(superuser);
       await client.connect();
       try {
+        // end() resolves before every backend has gone; give them a moment, then force.
+        for (let i = 0; i < 40; i++) {
+          const { rows } = await client.query<{ n: number }>(
+            'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = $1',
+            [name],
+          );
+          if (rows[0]?.n === 0) break;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
         await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       } finally {
         await client.end();

@@ -24,7 +24,7 @@ export async function setPasswordAsOperator(
   const user = await db.withoutTenant((tx) => findLogin(tx, normalised));
   if (!user) throw new OperatorError(`no user with email ${normalised}`);
   const hash = await hasher.hash(password);
-  const work = async (tx: Parameters<Parameters<AppDatabase['withoutTenant']>[0]>[0]) => {
+  await db.withScope(user.tenant_id, async (tx) => {
     await setPassword(tx, user.id, hash, true, now);
     const revoked = await revokeUserSessions(tx, user.id, now);
     await writeAudit(tx, {
@@ -37,8 +37,7 @@ export async function setPasswordAsOperator(
       after: { must_change: true },
       details: { revoked_sessions: revoked },
     });
-  };
-  await (user.tenant_id === null ? db.withoutTenant(work) : db.withTenant(user.tenant_id, work));
+  });
   return { userId: user.id };
 }
 

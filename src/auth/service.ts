@@ -36,15 +36,6 @@ export interface AuthServiceDeps {
   authMode: AuthMode;
 }
 
-/** Runs fn where the user's rows are visible: its tenant's context, or none for MSSP staff. */
-function inUserScope<T>(
-  db: AppDatabase,
-  tenantId: string | null,
-  fn: (tx: Transaction) => Promise<T>,
-) {
-  return tenantId === null ? db.withoutTenant(fn) : db.withTenant(tenantId, fn);
-}
-
 export function createAuthService({ db, hasher, now, authMode }: AuthServiceDeps) {
   return {
     /** Spec §3.2, §3.3, §5.4, §6.1. Never tells an unknown email from a wrong password. */
@@ -85,7 +76,7 @@ export function createAuthService({ db, hasher, now, authMode }: AuthServiceDeps
         });
 
       if (credential.locked_until && credential.locked_until > now()) {
-        await inUserScope(db, user.tenant_id, (tx) =>
+        await db.withScope(user.tenant_id, (tx) =>
           audit(tx, 'auth.login.failure', { reason: 'locked' }),
         );
         return { kind: 'locked', unlockAt: credential.locked_until };
@@ -93,7 +84,7 @@ export function createAuthService({ db, hasher, now, authMode }: AuthServiceDeps
 
       const verdict = await hasher.verify(credential.password_hash, input.password);
       if (!verdict.ok) {
-        return inUserScope(db, user.tenant_id, async (tx) => {
+        return db.withScope(user.tenant_id, async (tx) => {
           await audit(tx, 'auth.login.failure', { reason: 'bad_password' });
           const locked = await recordFailure(tx, user.id, now());
           if (!locked) return { kind: 'invalid' } as const;
@@ -112,7 +103,7 @@ export function createAuthService({ db, hasher, now, authMode }: AuthServiceDeps
       }
 
       const rehash = verdict.needsRehash ? await hasher.hash(input.password) : undefined;
-      return inUserScope(db, user.tenant_id, async (tx) => {
+      return db.withScope(user.tenant_id, async (tx) => {
         const at = now();
         await tx.query(
           `UPDATE password_credentials
@@ -148,7 +139,7 @@ export function createAuthService({ db, hasher, now, authMode }: AuthServiceDeps
       const at = now();
       const session = await db.withoutTenant((tx) => findSession(tx, sessionId));
       if (!isLive(session, at)) return undefined;
-      return inUserScope(db, session.tenant_context, async (tx) => {
+      return db.withScope(session.tenant_context, async (tx) => {
         const user = await findUser(tx, session.user_id);
         if (!user || user.disabled_at !== null) return undefined;
         await touchSession(tx, session, at);
@@ -165,7 +156,7 @@ export function createAuthService({ db, hasher, now, authMode }: AuthServiceDeps
     async logout(identity: Identity): Promise<void> {
       const sessionId = identity.session_id;
       if (!sessionId) return;
-      await inUserScope(db, identity.tenant_id, async (tx) => {
+      await db.withScope(identity.tenant_id, async (tx) => {
         await revokeSession(tx, sessionId, now());
         await writeAudit(tx, {
           tenantId: identity.tenant_id,
@@ -186,7 +177,7 @@ export function createAuthService({ db, hasher, now, authMode }: AuthServiceDeps
       if (!verdict.ok) return { kind: 'wrong_password' };
       if (current === next) return { kind: 'unchanged' };
       const hash = await hasher.hash(next);
-      return inUserScope(db, identity.tenant_id, async (tx) => {
+      return db.withScope(identity.tenant_id, async (tx) => {
         const at = now();
         await setPassword(tx, identity.user_id, hash, false, at);
         const revoked = await revokeUserSessions(tx, identity.user_id, at, identity.session_id);

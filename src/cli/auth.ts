@@ -86,11 +86,7 @@ export async function runSetPassword(
   const { password, generated } = await obtainPassword(generate);
   const hasher = createPasswordHasher({ concurrency: 1, queue: 0 });
   await withAppDatabase(config, logger, (db) => setPasswordAsOperator(db, hasher, email, password));
-  process.stdout.write(
-    generated
-      ? `password for ${email} (shown once; must be changed at next sign-in):\n${password}\n`
-      : `password set for ${email}; it must be changed at next sign-in\n`,
-  );
+  report(`password set for ${email}`, password, generated);
 }
 
 export async function runCreateAdmin(
@@ -102,9 +98,14 @@ export async function runCreateAdmin(
   const { password, generated } = await obtainPassword(generate);
   const hasher = createPasswordHasher({ concurrency: 1, queue: 0 });
   await withAppDatabase(config, logger, (db) => createPlatformAdmin(db, hasher, email, password));
+  report(`platform_admin ${email} created`, password, generated);
+}
+
+/** A generated password is printed once, here; a typed one never is. */
+function report(done: string, password: string, generated: boolean): void {
   process.stdout.write(
     generated
-      ? `platform_admin ${email} created; password (shown once; must be changed at next sign-in):\n${password}\n`
-      : `platform_admin ${email} created; the password must be changed at next sign-in\n`,
+      ? `${done}; password (shown once; must be changed at next sign-in):\n${password}\n`
+      : `${done}; the password must be changed at next sign-in\n`,
   );
 }

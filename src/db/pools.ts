@@ -8,6 +8,8 @@ export interface AppDatabase {
   withTenant<T>(tenantId: string, fn: (tx: Transaction) => Promise<T>): Promise<T>;
   /** A transaction with no tenant context: install-scoped tables only; tenant rows read as zero. */
   withoutTenant<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
+  /** withTenant for a tenant id, withoutTenant for null (a row that belongs to no tenant). */
+  withScope<T>(tenantId: string | null, fn: (tx: Transaction) => Promise<T>): Promise<T>;
   ping(): Promise<boolean>;
   close(): Promise<void>;
 }
@@ -20,6 +22,8 @@ export function createAppDatabase(target: DatabaseTarget, max = 10): AppDatabase
     pool,
     withTenant: (tenantId, fn) => withTenant(pool, tenantId, fn),
     withoutTenant: (fn) => inTransaction(pool, fn),
+    withScope: (tenantId, fn) =>
+      tenantId === null ? inTransaction(pool, fn) : withTenant(pool, tenantId, fn),
     ping: async () => {
       try {
         await pool.query('SELECT 1');

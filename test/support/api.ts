@@ -59,6 +59,10 @@ function counting(db: AppDatabase): { db: AppDatabase; count: () => number } {
         n++;
         return db.withoutTenant(fn);
       },
+      withScope: (id, fn) => {
+        n++;
+        return db.withScope(id, fn);
+      },
     },
     count: () => n,
   };
@@ -130,7 +134,7 @@ export async function seedUser(
   },
 ): Promise<string> {
   const tenantId = input.tenantId ?? null;
-  const work = async (tx: Parameters<Parameters<AppDatabase['withoutTenant']>[0]>[0]) => {
+  return database.app.withScope(tenantId, async (tx) => {
     const { rows } = await tx.query<{ id: string }>(
       'INSERT INTO users (tenant_id, email, role) VALUES ($1, $2, $3) RETURNING id',
       [tenantId, input.email, input.role],
@@ -146,8 +150,7 @@ export async function seedUser(
       );
     }
     return id;
-  };
-  return tenantId ? database.app.withTenant(tenantId, work) : database.app.withoutTenant(work);
+  });
 }
 
 /** A tiny cookie-keeping client, so each test reads like a browser session. */

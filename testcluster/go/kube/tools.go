@@ -1,0 +1,10 @@
+//go:build tools
+
+// Package tools pins the commands build.sh compiles; it is never built itself.
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+)

@@ -305,7 +305,7 @@ test('§5.8 who may reset whom: analyst and customer never, mssp_admin only tena
   assert.deepEqual((await reset(m, platform.id)).body.code, 'forbidden');
   assert.deepEqual((await reset(m, msspAdmin.id)).body.code, 'cannot_reset_self');
   assert.deepEqual((await reset(m, '00000000-0000-4000-8000-000000000000')).status, 404);
-  assert.deepEqual((await reset(m, 'not-a-uuid')).body.code, 'user_not_found');
+  assert.deepEqual((await reset(m, 'not-a-uuid')).body.code, 'validation_failed');
   const p = await as(platform);
   assert.equal((await reset(p, analyst.id)).status, 200);
 });

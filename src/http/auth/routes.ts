@@ -1,6 +1,6 @@
 import type { BlockList } from 'node:net';
 import { Hono } from 'hono';
-import Type from 'typebox';
+import { authContract } from '../../../contracts/auth.ts';
 import {
   HasherBusyError,
   MAX_PASSWORD_LENGTH,
@@ -12,25 +12,9 @@ import type { AuthService } from '../../auth/service.ts';
 import { encodeSessionId } from '../../auth/sessions.ts';
 import { normaliseEmail } from '../../auth/users.ts';
 import { CLEAR_SESSION_COOKIE, sessionCookie } from '../authenticate.ts';
-import { readJson } from '../body.ts';
 import { clientAddress } from '../client-address.ts';
+import { implement } from '../contract.ts';
 import { ProblemError } from '../problem.ts';
-
-const LoginBody = Type.Object(
-  {
-    email: Type.String({ minLength: 3, maxLength: 254 }),
-    password: Type.String({ minLength: 1, maxLength: MAX_PASSWORD_LENGTH * 4 }),
-  },
-  { additionalProperties: false },
-);
-
-const ChangeBody = Type.Object(
-  {
-    current_password: Type.String({ minLength: 1, maxLength: MAX_PASSWORD_LENGTH * 4 }),
-    new_password: Type.String({ maxLength: MAX_PASSWORD_LENGTH * 4 }),
-  },
-  { additionalProperties: false },
-);
 
 type Limiter = ReturnType<typeof createRateLimiter>;
 
@@ -70,25 +54,27 @@ function busy(error: unknown): never {
   throw error;
 }
 
-/** `/api/auth/*` for internal mode (spec §4.1); in proxy mode this router is not mounted. */
+/** `/api/auth/*` for internal mode (spec §4.1); in proxy mode these routes are not mounted. */
 export function authRoutes(deps: AuthRoutesDeps): { public: Hono; authenticated: Hono } {
   const open = new Hono();
-  open.post('/api/auth/login', async (c) => {
-    const body = await readJson(c, LoginBody);
+  implement(
+    open,
+    authContract.login,
+    [],
+  )(async (c, { body }) => {
     const ip = clientAddress(c, deps.proxies);
     // Both limits count before any database lookup (spec §5.5), IP first.
-    for (const decision of [
+    const decisions = [
       deps.perIp.hit(`ip:${ip ?? 'unknown'}`),
       deps.perEmail.hit(`email:${normaliseEmail(body.email)}`),
-    ]) {
+    ];
+    for (const decision of decisions) {
       if (!decision.allowed) {
         throw new ProblemError(
           429,
           'rate_limited',
           'Too many sign-in attempts. Try again later.',
-          {
-            retry_after: decision.retryAfter,
-          },
+          { retry_after: decision.retryAfter },
           { 'Retry-After': String(decision.retryAfter) },
         );
       }
@@ -114,28 +100,45 @@ export function authRoutes(deps: AuthRoutesDeps): { public: Hono; authenticated:
     );
     c.header('Set-Cookie', sessionCookie(encodeSessionId(result.session.id), maxAge));
     c.header('Cache-Control', 'no-store');
-    return c.json({
-      identity: result.identity,
-      must_change: result.identity.must_change,
-      next: result.identity.must_change ? '/account/password' : null,
-      session: {
-        absolute_expiry: result.session.absolute_expiry.toISOString(),
-        idle_expiry: result.session.idle_expiry.toISOString(),
+    return {
+      status: 200,
+      body: {
+        identity: result.identity,
+        must_change: result.identity.must_change,
+        next: result.identity.must_change ? '/account/password' : null,
+        session: {
+          absolute_expiry: result.session.absolute_expiry.toISOString(),
+          idle_expiry: result.session.idle_expiry.toISOString(),
+        },
       },
-    });
+    };
   });
 
   const authed = new Hono();
-  authed.get('/api/auth/me', (c) => c.json({ identity: c.get('identity') }));
+  implement(
+    authed,
+    authContract.me,
+    [],
+  )(async (c) => ({
+    status: 200,
+    body: { identity: c.get('identity') },
+  }));
 
-  authed.post('/api/auth/logout', async (c) => {
+  implement(
+    authed,
+    authContract.logout,
+    [],
+  )(async (c) => {
     await deps.service.logout(c.get('identity'));
     c.header('Set-Cookie', CLEAR_SESSION_COOKIE);
-    return c.body(null, 204);
+    return { status: 204, body: null };
   });
 
-  authed.post('/api/auth/password/change', async (c) => {
-    const body = await readJson(c, ChangeBody);
+  implement(
+    authed,
+    authContract.changePassword,
+    [],
+  )(async (c, { body }) => {
     checkNewPassword(body.new_password, 'new_password');
     const result = await deps.service
       .changePassword(c.get('identity'), body.current_password, body.new_password)
@@ -154,7 +157,7 @@ export function authRoutes(deps: AuthRoutesDeps): { public: Hono; authenticated:
         'Choose a password different from the current one.',
       );
     }
-    return c.json({ must_change: false, revoked_sessions: result.revokedSessions });
+    return { status: 200, body: { must_change: false, revoked_sessions: result.revokedSessions } };
   });
   return { public: open, authenticated: authed };
 }

@@ -1,4 +1,5 @@
 import { Hono } from 'hono';
+import { msspContract } from '../../../contracts/mssp.ts';
 import { writeAudit } from '../../audit/index.ts';
 import type { Role } from '../../auth/identity.ts';
 import { generatePassword, type PasswordHasher } from '../../auth/passwords.ts';
@@ -6,8 +7,8 @@ import { revokeUserSessions } from '../../auth/sessions.ts';
 import { setPassword } from '../../auth/users.ts';
 import type { AppDatabase } from '../../db/pools.ts';
 import type { SystemGate } from '../../db/system-gate.ts';
-import { isUuid } from '../../db/tenant-context.ts';
 import { requireRole } from '../authenticate.ts';
+import { implement } from '../contract.ts';
 import { ProblemError } from '../problem.ts';
 
 export interface MsspUserRoutesDeps {
@@ -28,13 +29,10 @@ function mayReset(actor: Role, target: Role): boolean {
 
 export function msspUserRoutes(deps: MsspUserRoutesDeps): Hono {
   const app = new Hono();
-  app.post(
-    '/api/mssp/users/:id/password/reset',
-    requireRole('platform_admin', 'mssp_admin'),
-    async (c) => {
+  implement(app, msspContract.resetPassword, [requireRole('platform_admin', 'mssp_admin')])(
+    async (c, { params }) => {
       const actor = c.get('identity');
-      const id = c.req.param('id');
-      if (!isUuid(id)) throw new ProblemError(404, 'user_not_found', 'No such user');
+      const { id } = params;
       if (id === actor.user_id) {
         throw new ProblemError(
           409,
@@ -77,7 +75,10 @@ export function msspUserRoutes(deps: MsspUserRoutesDeps): Hono {
           ? await deps.db.withoutTenant(work)
           : await deps.db.withTenant(target.tenant_id, work);
       c.header('Cache-Control', 'no-store');
-      return c.json({ user_id: target.id, password, must_change: true, revoked_sessions: revoked });
+      return {
+        status: 200,
+        body: { user_id: target.id, password, must_change: true, revoked_sessions: revoked },
+      };
     },
   );
   return app;

@@ -1,0 +1,97 @@
+import Type from 'typebox';
+import { Problem, route, Uuid } from './route.ts';
+
+export const Role = Type.Union([
+  Type.Literal('platform_admin'),
+  Type.Literal('mssp_admin'),
+  Type.Literal('analyst'),
+  Type.Literal('customer_viewer'),
+]);
+
+/** The identity both auth modes produce (spec §5.1); `GET /api/auth/me` returns it. */
+export const Identity = Type.Object(
+  {
+    user_id: Uuid,
+    email: Type.String(),
+    display_name: Type.Union([Type.String(), Type.Null()]),
+    role: Role,
+    user_type: Type.Union([Type.Literal('mssp'), Type.Literal('tenant')]),
+    tenant_id: Type.Union([Uuid, Type.Null()]),
+    auth_mode: Type.Union([Type.Literal('internal'), Type.Literal('proxy')]),
+    must_change: Type.Boolean(),
+    session_id: Type.Union([Uuid, Type.Null()]),
+    groups: Type.Array(Type.String()),
+  },
+  { additionalProperties: false },
+);
+
+/** Generous transport bound; the 12..1024 code-point rule is checked by the server. */
+const PasswordField = Type.String({ minLength: 1, maxLength: 4096 });
+
+export const LoginBody = Type.Object(
+  { email: Type.String({ minLength: 3, maxLength: 254 }), password: PasswordField },
+  { additionalProperties: false },
+);
+
+export const ChangePasswordBody = Type.Object(
+  { current_password: PasswordField, new_password: Type.String({ maxLength: 4096 }) },
+  { additionalProperties: false },
+);
+
+export const authContract = {
+  login: route({
+    method: 'POST',
+    path: '/api/auth/login',
+    summary: 'Sign in with email and password; sets the svc_session cookie',
+    access: 'anonymous (internal mode)',
+    body: LoginBody,
+    responses: {
+      200: Type.Object(
+        {
+          identity: Identity,
+          must_change: Type.Boolean(),
+          next: Type.Union([Type.Literal('/account/password'), Type.Null()]),
+          session: Type.Object({ absolute_expiry: Type.String(), idle_expiry: Type.String() }),
+        },
+        { additionalProperties: false },
+      ),
+      401: Problem,
+      423: Problem,
+      429: Problem,
+      503: Problem,
+    },
+  }),
+  logout: route({
+    method: 'POST',
+    path: '/api/auth/logout',
+    summary: 'Revoke the current session only',
+    access: 'session',
+    responses: { 204: null, 401: Problem },
+  }),
+  me: route({
+    method: 'GET',
+    path: '/api/auth/me',
+    summary: 'The current identity',
+    access: 'session',
+    responses: {
+      200: Type.Object({ identity: Identity }, { additionalProperties: false }),
+      401: Problem,
+    },
+  }),
+  changePassword: route({
+    method: 'POST',
+    path: '/api/auth/password/change',
+    summary: "Change one's own password; revokes every other session",
+    access: 'session (also while must_change is set)',
+    body: ChangePasswordBody,
+    responses: {
+      200: Type.Object(
+        { must_change: Type.Literal(false), revoked_sessions: Type.Integer({ minimum: 0 }) },
+        { additionalProperties: false },
+      ),
+      400: Problem,
+      401: Problem,
+      403: Problem,
+    },
+  }),
+} as const;

@@ -1,0 +1,29 @@
+import { authContract } from './auth.ts';
+import { type ClientOptions, createFamilyClient, createTransport } from './client.ts';
+import { msspContract } from './mssp.ts';
+
+export { authContract, ChangePasswordBody, Identity, LoginBody, Role } from './auth.ts';
+export {
+  type ClientOptions,
+  createFamilyClient,
+  createTransport,
+  type FamilyClient,
+  fillPath,
+  type Transport,
+} from './client.ts';
+export { msspContract } from './mssp.ts';
+export * from './route.ts';
+
+/** Every API family, by name; one endpoint belongs to exactly one family (spec §1 item 5). */
+export const contract = { auth: authContract, mssp: msspContract } as const;
+
+/** The typed SDK: `const svc = createSvcClient({ baseUrl }); await svc.auth.login({ body })`. */
+export function createSvcClient(options: ClientOptions) {
+  const transport = createTransport(options);
+  return {
+    auth: createFamilyClient(contract.auth, transport),
+    mssp: createFamilyClient(contract.mssp, transport),
+  };
+}
+
+export type SvcClient = ReturnType<typeof createSvcClient>;

@@ -1,0 +1,83 @@
+import Type, { type Static, type TSchema } from 'typebox';
+
+/**
+ * A route of an API family: method, path in the spec's own notation (`{name}` parameters,
+ * AIP-136 custom methods such as `{tenant_id}:decommission`), TypeBox schemas for every input
+ * and for each response status. The server, the typed client and the OpenAPI document are all
+ * derived from these objects, so they cannot drift apart.
+ */
+export interface Route<
+  M extends Method = Method,
+  P extends string = string,
+  Params extends TSchema | undefined = TSchema | undefined,
+  Query extends TSchema | undefined = TSchema | undefined,
+  Body extends TSchema | undefined = TSchema | undefined,
+  Responses extends Record<number, TSchema | null> = Record<number, TSchema | null>,
+> {
+  method: M;
+  path: P;
+  summary: string;
+  /** Who may call it, for the reference page; enforcement is declared at the server route. */
+  access: string;
+  params?: Params;
+  query?: Query;
+  body?: Body;
+  /** Status → body schema; null for an empty body (204). Errors use the Problem schema. */
+  responses: Responses;
+  /** Responses that are a stream rather than JSON (server-sent events). */
+  stream?: 'text/event-stream';
+}
+
+export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export function route<
+  const M extends Method,
+  const P extends string,
+  Params extends TSchema | undefined = undefined,
+  Query extends TSchema | undefined = undefined,
+  Body extends TSchema | undefined = undefined,
+  const Responses extends Record<number, TSchema | null> = Record<number, TSchema | null>,
+>(
+  definition: Route<M, P, Params, Query, Body, Responses>,
+): Route<M, P, Params, Query, Body, Responses> {
+  return definition;
+}
+
+export type Family = Record<string, Route>;
+
+/** RFC 9457 problem details, the body of every error (docs/errors.md lists the codes). */
+export const Problem = Type.Object(
+  {
+    type: Type.String(),
+    title: Type.String(),
+    status: Type.Integer(),
+    code: Type.String({ pattern: '^[a-z][a-z_]*$' }),
+    detail: Type.Optional(Type.String()),
+    instance: Type.Optional(Type.String()),
+    request_id: Type.Optional(Type.String()),
+  },
+  { additionalProperties: true },
+);
+export type Problem = Static<typeof Problem>;
+
+export type StaticOrUndefined<S> = S extends TSchema ? Static<S> : undefined;
+
+/** What a caller passes: only the parts the route declares. */
+export type RouteInput<R extends Route> = (R['params'] extends TSchema
+  ? { params: Static<R['params']> }
+  : unknown) &
+  (R['query'] extends TSchema ? { query?: Static<R['query']> } : unknown) &
+  (R['body'] extends TSchema ? { body: Static<R['body']> } : unknown);
+
+/** What a caller gets: one member per declared status, plus any problem. */
+export type RouteResponse<R extends Route> =
+  | {
+      [S in keyof R['responses'] & number]: {
+        status: S;
+        body: R['responses'][S] extends TSchema ? Static<R['responses'][S]> : undefined;
+        headers: Headers;
+      };
+    }[keyof R['responses'] & number]
+  | { status: number; body: Problem; headers: Headers };
+
+export const Uuid = Type.String({ format: 'uuid' });

@@ -1,0 +1,144 @@
+import type { Context, Hono, MiddlewareHandler } from 'hono';
+import type { Static, TSchema } from 'typebox';
+import { Compile } from 'typebox/compile';
+import Value from 'typebox/value';
+import type { Route } from '../../contracts/route.ts';
+import { readJson } from './body.ts';
+import { ProblemError } from './problem.ts';
+
+type StaticOf<S> = S extends TSchema ? Static<S> : undefined;
+
+export interface RouteRequest<R extends Route> {
+  params: StaticOf<Exclude<R['params'], undefined>>;
+  query: StaticOf<Exclude<R['query'], undefined>>;
+  body: StaticOf<Exclude<R['body'], undefined>>;
+}
+
+/** A handler answers with one of the statuses its route declares, and that status's body. */
+export type RouteResult<R extends Route> = {
+  [S in keyof R['responses'] & number]: {
+    status: S;
+    body: R['responses'][S] extends TSchema ? Static<R['responses'][S]> : null;
+  };
+}[keyof R['responses'] & number];
+
+/**
+ * For routes whose answer is not a JSON body (a server-sent-event stream). A wrapper rather
+ * than a bare Response, whose numeric `status` would widen every handler's literal statuses.
+ */
+export interface RawResponse {
+  raw: Response;
+}
+
+const SEGMENT_PARAM = /\{([a-z_]+)\}/g;
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/**
+ * Turns the spec's path notation into a Hono path plus a matcher for the parameters. A
+ * parameter never matches `/` or `:`, so `/tenants/{id}` cannot swallow
+ * `/tenants/<id>:decommission`, and a custom method is matched as a literal suffix.
+ */
+export function compilePath(path: string): {
+  honoPath: string;
+  match: (pathname: string) => Record<string, string> | undefined;
+} {
+  let index = 0;
+  const honoPath = path
+    .split('/')
+    .map((segment) => {
+      if (!segment.includes('{')) return segment;
+      const pattern = segment
+        .split(SEGMENT_PARAM)
+        .map((part, i) => (i % 2 === 1 ? '[^/:]+' : escapeRegExp(part)))
+        .join('');
+      return `:_p${index++}{${pattern}}`;
+    })
+    .join('/');
+  const names: string[] = [];
+  const full = new RegExp(
+    `^${path
+      .split(SEGMENT_PARAM)
+      .map((part, i) => {
+        if (i % 2 === 0) return escapeRegExp(part);
+        names.push(part);
+        return '([^/:]+)';
+      })
+      .join('')}$`,
+  );
+  return {
+    honoPath,
+    match: (pathname) => {
+      const m = full.exec(pathname);
+      if (!m) return undefined;
+      const params: Record<string, string> = {};
+      names.forEach((name, i) => {
+        params[name] = decodeURIComponent(m[i + 1] ?? '');
+      });
+      return params;
+    },
+  };
+}
+
+const checkers = new WeakMap<TSchema, ReturnType<typeof Compile>>();
+function checker(schema: TSchema) {
+  let c = checkers.get(schema);
+  if (!c) {
+    c = Compile(schema);
+    checkers.set(schema, c);
+  }
+  return c;
+}
+
+function validate(schema: TSchema, value: unknown, where: 'params' | 'query'): unknown {
+  const converted = Value.Convert(schema, value);
+  const check = checker(schema);
+  if (check.Check(converted)) return converted;
+  const errors = check.Errors(converted).map((e) => ({
+    path: `/${where}${e.instancePath}`,
+    message: e.message,
+  }));
+  throw new ProblemError(400, 'validation_failed', 'Request failed validation', { errors });
+}
+
+export type RouteHandler<R extends Route> = (
+  c: Context,
+  request: RouteRequest<R>,
+) => Promise<RouteResult<R> | RawResponse>;
+
+/**
+ * Registers a contract route on the app: guards first (authorization is declared here, next
+ * to the route), then parameter, query and body validation, then the typed handler. Curried
+ * so the route fixes the types before the handler is checked against them (TypeScript would
+ * otherwise widen the handler's literal statuses).
+ */
+export function implement<R extends Route>(
+  app: Hono,
+  r: R,
+  guards: MiddlewareHandler[],
+): (handler: RouteHandler<R>) => void {
+  return (handler) => register(app, r, guards, handler);
+}
+
+function register<R extends Route>(
+  app: Hono,
+  r: R,
+  guards: MiddlewareHandler[],
+  handler: RouteHandler<R>,
+): void {
+  const { honoPath, match } = compilePath(r.path);
+  const final: MiddlewareHandler = async (c) => {
+    const raw = match(c.req.path) ?? {};
+    const params = r.params ? validate(r.params, raw, 'params') : undefined;
+    const query = r.query ? validate(r.query, c.req.query(), 'query') : undefined;
+    const body = r.body ? await readJson(c, r.body) : undefined;
+    const result = await handler(c, { params, query, body } as RouteRequest<R>);
+    if ('raw' in result) return result.raw;
+    const status = result.status as number;
+    if (result.body === null) return c.body(null, status as 204);
+    return c.json(result.body as object, status as 200);
+  };
+  app.on(r.method, [honoPath], ...guards, final);
+}

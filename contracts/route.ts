@@ -62,22 +62,46 @@ export type Problem = Static<typeof Problem>;
 
 export type StaticOrUndefined<S> = S extends TSchema ? Static<S> : undefined;
 
-/** What a caller passes: only the parts the route declares. */
-export type RouteInput<R extends Route> = (R['params'] extends TSchema
-  ? { params: Static<R['params']> }
-  : unknown) &
-  (R['query'] extends TSchema ? { query?: Static<R['query']> } : unknown) &
-  (R['body'] extends TSchema ? { body: Static<R['body']> } : unknown);
+type Declared<S> = Exclude<S, undefined>;
 
-/** What a caller gets: one member per declared status, plus any problem. */
+/** What a caller passes: only the parts the route declares. */
+export type RouteInput<R extends Route> = ([Declared<R['params']>] extends [never]
+  ? unknown
+  : { params: Static<Declared<R['params']> & TSchema> }) &
+  ([Declared<R['query']>] extends [never]
+    ? unknown
+    : { query?: Static<Declared<R['query']> & TSchema> }) &
+  ([Declared<R['body']>] extends [never]
+    ? unknown
+    : { body: Static<Declared<R['body']> & TSchema> });
+
+/** Statuses any route may answer with a problem (validation, auth, CSRF, limits, faults). */
+export type ProblemStatus =
+  | 400
+  | 401
+  | 403
+  | 404
+  | 405
+  | 409
+  | 413
+  | 415
+  | 422
+  | 423
+  | 429
+  | 500
+  | 503;
+
+/** What a caller gets: one member per declared success status, or a problem. */
 export type RouteResponse<R extends Route> =
   | {
-      [S in keyof R['responses'] & number]: {
-        status: S;
-        body: R['responses'][S] extends TSchema ? Static<R['responses'][S]> : undefined;
-        headers: Headers;
-      };
+      [S in keyof R['responses'] & number]: S extends ProblemStatus
+        ? never
+        : {
+            status: S;
+            body: R['responses'][S] extends TSchema ? Static<R['responses'][S]> : undefined;
+            headers: Headers;
+          };
     }[keyof R['responses'] & number]
-  | { status: number; body: Problem; headers: Headers };
+  | { status: ProblemStatus; body: Problem; headers: Headers };
 
 export const Uuid = Type.String({ format: 'uuid' });

@@ -1,4 +1,6 @@
 import { Hono } from 'hono';
+import { contract, Problem } from '../../contracts/index.ts';
+import pkg from '../../package.json' with { type: 'json' };
 import { checkCsrf, type OriginPolicy } from '../auth/csrf.ts';
 import type { PasswordHasher } from '../auth/passwords.ts';
 import { createRateLimiter } from '../auth/rate-limit.ts';
@@ -10,6 +12,7 @@ import type { Logger } from '../log/index.ts';
 import { authRoutes } from './auth/routes.ts';
 import { authenticate, requirePasswordCurrent } from './authenticate.ts';
 import { msspUserRoutes } from './mssp/users.ts';
+import { openApiDocument, referencePage } from './openapi.ts';
 import { ProblemError, problem } from './problem.ts';
 import { peerAddress, requestId, trustedProxies } from './request-id.ts';
 
@@ -70,6 +73,11 @@ export function createApp(deps: AppDeps): Hono {
       ready ? 200 : 503,
     );
   });
+
+  // Public and identical in both modes, so integrators can read the contract before signing in.
+  const openapi = openApiDocument(contract, Problem, pkg.version);
+  app.get('/api/openapi.json', (c) => c.json(openapi));
+  app.get('/api/docs', (c) => c.html(referencePage(openapi)));
 
   const api = deps.api;
   if (api) {

@@ -1,0 +1,461 @@
+/**
+ * How close does a full sign-in come to raw argon2id throughput, and does a burst of sign-ins
+ * stay inside the memory the hash limit promises?
+ *
+ * One process holds everything but PostgreSQL (a scratch embedded server): the real app
+ * (createApp + @hono/node-server on 127.0.0.1, ephemeral port) and the load generator (fetch
+ * over keep-alive sockets). Keeping the server in this process means its RSS is simply
+ * process.memoryUsage().rss; the load generator's own memory is counted too, which only makes
+ * the memory figure more conservative.
+ *
+ *   1. a burst of concurrent logins while RSS is sampled (run first, on a process that has not
+ *      yet done hundreds of hashes, so earlier phases cannot inflate the baseline)
+ *   2. raw @node-rs/argon2 verify of a production-parameter hash at a fixed concurrency, and
+ *   3. POST /api/auth/login at the same concurrency for the same total time (200s only),
+ *      taking turns with 2. so noise from other work on the machine hits both
+ *   4. the ratio login/raw
+ *
+ * Exits 0 whatever the verdicts; non-zero only when the benchmark itself fails.
+ *
+ *   npm run bench:login -- --duration 10 --concurrency 16 --burst 200 --users 16 --rounds 2
+ *   BENCH_DURATION=… BENCH_CONCURRENCY=… BENCH_BURST=… BENCH_USERS=… BENCH_ROUNDS=…
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { availableParallelism } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import { serve } from '@hono/node-server';
+import { verify as argon2Verify } from '@node-rs/argon2';
+import { createOriginPolicy } from '../src/auth/csrf.ts';
+import {
+  createPasswordHasher,
+  generatePassword,
+  PASSWORD_PARAMS,
+  type PasswordHasher,
+} from '../src/auth/passwords.ts';
+import { createAuthService } from '../src/auth/service.ts';
+import { setPassword } from '../src/auth/users.ts';
+import { type AuthConfig, loadConfig } from '../src/config/index.ts';
+import { type AppDatabase, createAppDatabase } from '../src/db/pools.ts';
+import { type ScratchDatabase, startScratchDatabase } from '../src/db/scratch.ts';
+import type { SystemGate } from '../src/db/system-gate.ts';
+import { createApp } from '../src/http/app.ts';
+import { createLogger } from '../src/log/index.ts';
+
+const TARGET_RATIO = 0.85;
+const MIB = 1024 * 1024;
+const RSS_LIMIT = 1024 * MIB;
+const RSS_SAMPLE_MS = 10;
+/** The production default (SVC_HASH_CONCURRENCY); matches the 2 cores this was written for. */
+const HASH_CONCURRENCY = 2;
+/** Deep enough that the throughput phase (16 in flight) never sees a 503. */
+const HASH_QUEUE = 64;
+/** Hard caps so a broken server cannot keep the benchmark running. */
+const MAX_OPERATIONS_PER_PHASE = 100_000;
+const REQUEST_TIMEOUT_MS = 60_000;
+
+interface Options {
+  durationMs: number;
+  concurrency: number;
+  burst: number;
+  users: number;
+  /** Raw and login take turns this many times, each turn durationMs / rounds long. */
+  rounds: number;
+}
+
+interface Credentials {
+  email: string;
+  password: string;
+}
+
+interface Server {
+  url: string;
+  close(): Promise<void>;
+}
+
+interface LoadResult {
+  elapsedMs: number;
+  /** Outcome (HTTP status or verify result) -> how many. */
+  counts: Map<string, number>;
+  /** Successes per second of each round, to show how noisy the machine was. */
+  roundRates: number[];
+}
+
+function parseOptions(): Options {
+  const { values } = parseArgs({
+    options: {
+      duration: { type: 'string' },
+      concurrency: { type: 'string' },
+      burst: { type: 'string' },
+      users: { type: 'string' },
+      rounds: { type: 'string' },
+    },
+  });
+  const pick = (name: keyof typeof values, fallback: number, min: number, max: number) => {
+    const raw = values[name] ?? process.env[`BENCH_${name.toUpperCase()}`];
+    const value = raw === undefined ? fallback : Number(raw);
+    if (!Number.isInteger(value) || value < min || value > max)
+      throw new Error(`--${name} must be an integer ${min}-${max}, got ${JSON.stringify(raw)}`);
+    return value;
+  };
+  return {
+    durationMs: pick('duration', 10, 1, 600) * 1000,
+    concurrency: pick('concurrency', 16, 1, 1000),
+    burst: pick('burst', 200, 1, 5000),
+    users: pick('users', 16, 1, 1000),
+    rounds: pick('rounds', 2, 1, 100),
+  };
+}
+
+// --- Setup ------------------------------------------------------------------------------
+
+/**
+ * Rate limits out of the way (they would otherwise be what is measured); hashing bounded as
+ * in production.
+ */
+function benchAuthConfig(): AuthConfig {
+  return {
+    ...loadConfig({}).auth,
+    loginRateLimitPerIp: 1e9,
+    loginRateLimitPerEmail: 1e9,
+    hashConcurrency: HASH_CONCURRENCY,
+    hashQueue: HASH_QUEUE,
+  };
+}
+
+/**
+ * Login never needs to bypass RLS, so the benchmark opens no svc_mssp pool at all; if the
+ * login path ever started using the gate, this would fail loudly instead of silently
+ * measuring something else.
+ */
+const NO_SYSTEM_GATE: SystemGate = {
+  withSystem: () => Promise.reject(new Error('the login benchmark provides no system gate')),
+  close: async () => undefined,
+};
+
+/** The same wiring as `svc serve`, with the loopback origin policy of an embedded install. */
+async function startServer(db: AppDatabase, hasher: PasswordHasher, auth: AuthConfig) {
+  const now = () => new Date();
+  const app = createApp({
+    authMode: 'internal',
+    trustedProxyCidrs: [],
+    logger: createLogger('silent'),
+    databaseReady: db.ping,
+    api: {
+      auth,
+      db,
+      system: NO_SYSTEM_GATE,
+      hasher,
+      origins: createOriginPolicy({
+        msspHostname: undefined,
+        customerHostname: undefined,
+        allowLoopback: true,
+      }),
+      now,
+      service: createAuthService({ db, hasher, now, authMode: 'internal' }),
+    },
+  });
+  const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 });
+  await new Promise((resolve) => server.once('listening', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  } satisfies Server;
+}
+
+/** MSSP analysts (no tenant), each with its own random password hashed at production cost. */
+async function seedUsers(db: AppDatabase, hasher: PasswordHasher, count: number) {
+  const users: Credentials[] = Array.from({ length: count }, (_, i) => ({
+    email: `bench-${i}@example.com`,
+    password: generatePassword(),
+  }));
+  const hashes = await Promise.all(users.map((user) => hasher.hash(user.password)));
+  await db.withoutTenant(async (tx) => {
+    for (const [i, user] of users.entries()) {
+      const { rows } = await tx.query<{ id: string }>(
+        `INSERT INTO users (tenant_id, email, role) VALUES (NULL, $1, 'analyst') RETURNING id`,
+        [user.email],
+      );
+      const id = rows[0]?.id;
+      const hash = hashes[i];
+      if (id === undefined || hash === undefined) throw new Error('seeding a user failed');
+      await setPassword(tx, id, hash, false, new Date());
+    }
+  });
+  return { users, sampleHash: hashes[0] ?? '' };
+}
+
+// --- Load -------------------------------------------------------------------------------
+
+function rate(result: LoadResult, success: string): number {
+  return (result.counts.get(success) ?? 0) / (result.elapsedMs / 1000);
+}
+
+/**
+ * `concurrency` workers each start a new operation as long as the deadline has not passed.
+ * Operations still in flight at the deadline are awaited and counted, and the elapsed time
+ * runs until the last one ends, so rate = count / elapsed stays honest for both phases.
+ */
+async function runLoad(
+  concurrency: number,
+  durationMs: number,
+  operation: (index: number) => Promise<string>,
+): Promise<LoadResult> {
+  const counts = new Map<string, number>();
+  const started = performance.now();
+  const deadline = started + durationMs;
+  let issued = 0;
+  const worker = async () => {
+    while (performance.now() < deadline && issued < MAX_OPERATIONS_PER_PHASE) {
+      const outcome = await operation(issued++);
+      counts.set(outcome, (counts.get(outcome) ?? 0) + 1);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return { elapsedMs: performance.now() - started, counts, roundRates: [] };
+}
+
+function merge(total: LoadResult, round: LoadResult, success: string): LoadResult {
+  const counts = new Map(total.counts);
+  for (const [outcome, n] of round.counts) counts.set(outcome, (counts.get(outcome) ?? 0) + n);
+  return {
+    elapsedMs: total.elapsedMs + round.elapsedMs,
+    counts,
+    roundRates: [...total.roundRates, rate(round, success)],
+  };
+}
+
+/**
+ * Raw and login take turns instead of running once each, so a burst of load from other work
+ * on the shared machine is less likely to land on only one side of the ratio.
+ */
+async function alternate(
+  options: Options,
+  operations: Record<'raw' | 'login', (index: number) => Promise<string>>,
+): Promise<Record<'raw' | 'login', LoadResult>> {
+  const turnMs = options.durationMs / options.rounds;
+  let raw: LoadResult = { elapsedMs: 0, counts: new Map(), roundRates: [] };
+  let signIns = raw;
+  for (let round = 0; round < options.rounds; round++) {
+    raw = merge(raw, await runLoad(options.concurrency, turnMs, operations.raw), 'ok');
+    signIns = merge(signIns, await runLoad(options.concurrency, turnMs, operations.login), '200');
+  }
+  return { raw, login: signIns };
+}
+
+/** One sign-in as a browser on the app's own origin would send it; returns the status. */
+async function login(server: Server, user: Credentials): Promise<string> {
+  const response = await fetch(`${server.url}/api/auth/login`, {
+    method: 'POST',
+    headers: { origin: server.url, 'content-type': 'application/json' },
+    body: JSON.stringify(user),
+    signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+  });
+  // Reading the body to the end lets the keep-alive socket be reused by the next request.
+  await response.arrayBuffer();
+  return String(response.status);
+}
+
+function pickUser(users: Credentials[], index: number): Credentials {
+  const user = users[index % users.length];
+  if (!user) throw new Error('no users seeded');
+  return user;
+}
+
+// --- Memory -----------------------------------------------------------------------------
+
+/**
+ * The kernel's own high-water mark (VmHWM) catches spikes between two 10 ms samples. Writing
+ * 5 to clear_refs resets it (Linux >= 4.0), so it covers only the burst. Elsewhere, or when
+ * refused, the sampled peak is all there is.
+ */
+async function resetKernelPeak(): Promise<boolean> {
+  try {
+    await writeFile('/proc/self/clear_refs', '5');
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function readKernelPeak(): Promise<number | undefined> {
+  try {
+    const status = await readFile('/proc/self/status', 'utf8');
+    const kib = /^VmHWM:\s+(\d+) kB$/m.exec(status)?.[1];
+    return kib === undefined ? undefined : Number(kib) * 1024;
+  } catch {
+    return undefined;
+  }
+}
+
+interface BurstResult {
+  baseline: number;
+  sampledPeak: number;
+  kernelPeak: number | undefined;
+  counts: Map<string, number>;
+}
+
+/** All `count` sign-ins start at once; RSS is sampled until the last one has answered. */
+async function burst(server: Server, users: Credentials[], count: number): Promise<BurstResult> {
+  const baseline = process.memoryUsage().rss;
+  const kernelReset = await resetKernelPeak();
+  let sampledPeak = baseline;
+  const sample = () => {
+    sampledPeak = Math.max(sampledPeak, process.memoryUsage().rss);
+  };
+  const timer = setInterval(sample, RSS_SAMPLE_MS);
+  const counts = new Map<string, number>();
+  try {
+    const statuses = await Promise.all(
+      Array.from({ length: count }, (_, i) => login(server, pickUser(users, i))),
+    );
+    for (const status of statuses) counts.set(status, (counts.get(status) ?? 0) + 1);
+  } finally {
+    clearInterval(timer);
+  }
+  sample();
+  const kernelPeak = kernelReset ? await readKernelPeak() : undefined;
+  return { baseline, sampledPeak, kernelPeak, counts };
+}
+
+// --- Report -----------------------------------------------------------------------------
+
+const mib = (bytes: number) => `${(bytes / MIB).toFixed(0)} MiB`;
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+const verdict = (pass: boolean) => (pass ? 'PASS' : 'FAIL');
+
+function describeCounts(counts: Map<string, number>, except?: string): string {
+  const parts = [...counts]
+    .filter(([outcome]) => outcome !== except)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([outcome, n]) => `${outcome} x${n}`);
+  return parts.length === 0 ? 'none' : parts.join(', ');
+}
+
+const describeRounds = (result: LoadResult) =>
+  result.roundRates.map((value) => value.toFixed(2)).join(', ');
+
+function printBurst(result: BurstResult, count: number): boolean {
+  const { baseline, sampledPeak, kernelPeak, counts } = result;
+  const peak = Math.max(sampledPeak, kernelPeak ?? 0);
+  const argonBound = HASH_CONCURRENCY * (PASSWORD_PARAMS.memoryCost / 1024);
+  console.log(`\n[memory] burst of ${count} concurrent logins (server in this process)`);
+  console.log(
+    `  hash limit: ${HASH_CONCURRENCY} computing x ${PASSWORD_PARAMS.memoryCost / 1024} MiB` +
+      ` = ${argonBound} MiB of argon2 memory at once, ${HASH_QUEUE} more may wait`,
+  );
+  const kernel = kernelPeak === undefined ? 'unavailable' : mib(kernelPeak);
+  console.log(
+    `  RSS baseline ${mib(baseline)}, peak ${mib(sampledPeak)} sampled every ${RSS_SAMPLE_MS} ms,` +
+      ` ${kernel} by the kernel (VmHWM); growth ${mib(peak - baseline)}`,
+  );
+  const status = (code: string) => counts.get(code) ?? 0;
+  const other = [...counts].filter(([code]) => !['200', '503', '429'].includes(code));
+  console.log(
+    `  statuses: 200 x${status('200')}, 503 x${status('503')}, 429 x${status('429')}` +
+      (other.length === 0 ? '' : `, other: ${other.map(([c, n]) => `${c} x${n}`).join(', ')}`),
+  );
+  const pass = peak < RSS_LIMIT;
+  console.log(`  target: peak RSS < ${mib(RSS_LIMIT)} -> ${verdict(pass)}`);
+  return pass;
+}
+
+function printRaw(result: LoadResult, concurrency: number): number {
+  const threads = Number(process.env.UV_THREADPOOL_SIZE ?? 4);
+  const perSecond = rate(result, 'ok');
+  console.log(`\n[raw] @node-rs/argon2 verify, production hash`);
+  console.log(
+    `  ${concurrency} in flight; at most ${Math.min(concurrency, threads)} compute at once` +
+      ` (libuv threadpool, UV_THREADPOOL_SIZE=${threads}) on ${availableParallelism()} cores`,
+  );
+  console.log(
+    `  ${result.counts.get('ok') ?? 0} verifies in ${seconds(result.elapsedMs)}` +
+      ` = ${perSecond.toFixed(2)} verifies/s (rounds: ${describeRounds(result)})`,
+  );
+  return perSecond;
+}
+
+function printLogin(result: LoadResult, concurrency: number): number {
+  const perSecond = rate(result, '200');
+  console.log(`\n[login] POST /api/auth/login, correct credentials`);
+  console.log(
+    `  ${concurrency} in flight; at most ${HASH_CONCURRENCY} hash at once (hashConcurrency),` +
+      ` the rest wait in the hasher queue (hashQueue=${HASH_QUEUE})`,
+  );
+  console.log(
+    `  ${result.counts.get('200') ?? 0} x 200 in ${seconds(result.elapsedMs)}` +
+      ` = ${perSecond.toFixed(2)} logins/s (rounds: ${describeRounds(result)})`,
+  );
+  console.log(`  non-200: ${describeCounts(result.counts, '200')}`);
+  return perSecond;
+}
+
+// --- Main -------------------------------------------------------------------------------
+
+async function benchmark(scratch: ScratchDatabase, options: Options): Promise<void> {
+  const { durationMs, concurrency } = options;
+  const auth = benchAuthConfig();
+  const db = createAppDatabase(scratch.target);
+  const hasher = createPasswordHasher({
+    concurrency: auth.hashConcurrency,
+    queue: auth.hashQueue,
+  });
+  let server: Server | undefined;
+  try {
+    const { users, sampleHash } = await seedUsers(db, hasher, options.users);
+    server = await startServer(db, hasher, auth);
+    console.log(
+      `login bench: ${availableParallelism()} cores, ${seconds(durationMs)} per side in` +
+        ` ${options.rounds} alternating rounds, concurrency ${concurrency},` +
+        ` burst ${options.burst}, ${options.users} users`,
+    );
+    console.log(
+      `  server ${server.url} in this process; hash ${sampleHash.split('$', 4).join('$')}`,
+    );
+
+    const memoryPass = printBurst(await burst(server, users, options.burst), options.burst);
+
+    const sample = pickUser(users, 0);
+    const live = server;
+    const { raw, login: signIns } = await alternate(options, {
+      raw: async () => ((await argon2Verify(sampleHash, sample.password)) ? 'ok' : 'mismatch'),
+      login: (i) => login(live, pickUser(users, i)),
+    });
+    if (raw.counts.has('mismatch')) throw new Error('raw verify rejected a correct password');
+    const rawRate = printRaw(raw, concurrency);
+    const loginRate = printLogin(signIns, concurrency);
+
+    const ratio = rawRate === 0 ? 0 : loginRate / rawRate;
+    const ratioPass = ratio >= TARGET_RATIO;
+    console.log(`\n[ratio] login/raw = ${ratio.toFixed(3)} (target >= ${TARGET_RATIO})`);
+    console.log(`\nsummary: throughput ${verdict(ratioPass)}, memory ${verdict(memoryPass)}`);
+  } finally {
+    await server?.close();
+    await db.close();
+  }
+}
+
+async function main(): Promise<void> {
+  const options = parseOptions();
+  const scratch = await startScratchDatabase();
+  // Ctrl-C must not leave a postgres running in a temp directory.
+  const stopOnSignal = () => {
+    scratch.stop().finally(() => process.exit(130));
+  };
+  process.once('SIGINT', stopOnSignal);
+  process.once('SIGTERM', stopOnSignal);
+  try {
+    await benchmark(scratch, options);
+  } finally {
+    process.off('SIGINT', stopOnSignal);
+    process.off('SIGTERM', stopOnSignal);
+    await scratch.stop();
+  }
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exitCode = 1;
+});

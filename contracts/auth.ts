@@ -21,6 +21,8 @@ export const Identity = Type.Object(
     must_change: Type.Boolean(),
     session_id: Type.Union([Uuid, Type.Null()]),
     groups: Type.Array(Type.String()),
+    via: Type.Union([Type.Literal('session'), Type.Literal('proxy'), Type.Literal('token')]),
+    current_tenant: Type.Union([Uuid, Type.Null()]),
   },
   { additionalProperties: false },
 );

@@ -21,6 +21,10 @@ export interface Identity {
   session_id: string | null;
   /** Proxy mode only: the groups header as received; not used for authorization. */
   groups: string[];
+  /** How this request proved it: session cookie, proxy headers, or a bearer token. */
+  via: 'session' | 'proxy' | 'token';
+  /** Set by an impersonation token (spec §5.2): the one tenant this MSSP user acts as. */
+  current_tenant: string | null;
 }
 
 export interface UserRow {
@@ -39,6 +43,8 @@ export function identityOf(
     must_change: boolean;
     session_id: string | null;
     groups?: string[];
+    via: Identity['via'];
+    current_tenant?: string | null;
   },
 ): Identity {
   return {
@@ -52,5 +58,7 @@ export function identityOf(
     must_change: extra.must_change,
     session_id: extra.session_id,
     groups: extra.groups ?? [],
+    via: extra.via,
+    current_tenant: extra.current_tenant ?? null,
   };
 }

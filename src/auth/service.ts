@@ -127,6 +127,7 @@ export function createAuthService({ db, hasher, now, authMode }: AuthServiceDeps
           auth_mode: authMode,
           must_change: credential.must_change,
           session_id: session.id,
+          via: 'session',
         });
         return { kind: 'ok', identity, session } as const;
       });
@@ -147,6 +148,7 @@ export function createAuthService({ db, hasher, now, authMode }: AuthServiceDeps
           auth_mode: authMode,
           must_change: user.must_change,
           session_id: session.id,
+          via: 'session',
         });
         return { identity, session };
       });

@@ -95,6 +95,7 @@ async function fromProxy(c: Context, deps: AuthenticateDeps): Promise<Identity> 
   }
   return identityOf(record, {
     auth_mode: 'proxy',
+    via: 'proxy',
     must_change: false,
     session_id: null,
     groups: (groups ?? '')

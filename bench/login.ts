@@ -1,3 +1,4 @@
+import { generateKeyPairSync } from 'node:crypto';
 /**
  * How close does a full sign-in come to raw argon2id throughput, and does a burst of sign-ins
  * stay inside the memory the hash limit promises?
@@ -40,8 +41,11 @@ import { type AuthConfig, loadConfig } from '../src/config/index.ts';
 import { type AppDatabase, createAppDatabase } from '../src/db/pools.ts';
 import { type ScratchDatabase, startScratchDatabase } from '../src/db/scratch.ts';
 import type { SystemGate } from '../src/db/system-gate.ts';
+import type { DatabaseTarget } from '../src/db/target.ts';
+import { createEventHub } from '../src/events/index.ts';
 import { createApp } from '../src/http/app.ts';
 import { createLogger } from '../src/log/index.ts';
+import { createTokenService, signingKeyFromPem } from '../src/tokens/index.ts';
 
 const TARGET_RATIO = 0.85;
 const MIB = 1024 * 1024;
@@ -134,9 +138,21 @@ const NO_SYSTEM_GATE: SystemGate = {
   close: async () => undefined,
 };
 
+function throwawayKey(): string {
+  return generateKeyPairSync('ed25519')
+    .privateKey.export({ type: 'pkcs8', format: 'pem' })
+    .toString();
+}
+
 /** The same wiring as `svc serve`, with the loopback origin policy of an embedded install. */
-async function startServer(db: AppDatabase, hasher: PasswordHasher, auth: AuthConfig) {
+async function startServer(
+  target: DatabaseTarget,
+  db: AppDatabase,
+  hasher: PasswordHasher,
+  auth: AuthConfig,
+) {
   const now = () => new Date();
+  const events = await createEventHub({ target, db });
   const app = createApp({
     authMode: 'internal',
     trustedProxyCidrs: [],
@@ -153,6 +169,9 @@ async function startServer(db: AppDatabase, hasher: PasswordHasher, auth: AuthCo
         allowLoopback: true,
       }),
       now,
+      // Login mints no token; a throwaway key keeps the wiring identical to `svc serve`.
+      tokens: createTokenService({ key: await signingKeyFromPem(throwawayKey()), now }),
+      events,
       service: createAuthService({ db, hasher, now, authMode: 'internal' }),
     },
   });
@@ -161,7 +180,10 @@ async function startServer(db: AppDatabase, hasher: PasswordHasher, auth: AuthCo
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: async () => {
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await events.close();
+    },
   } satisfies Server;
 }
 
@@ -405,7 +427,7 @@ async function benchmark(scratch: ScratchDatabase, options: Options): Promise<vo
   let server: Server | undefined;
   try {
     const { users, sampleHash } = await seedUsers(db, hasher, options.users);
-    server = await startServer(db, hasher, auth);
+    server = await startServer(scratch.target, db, hasher, auth);
     console.log(
       `login bench: ${availableParallelism()} cores, ${seconds(durationMs)} per side in` +
         ` ${options.rounds} alternating rounds, concurrency ${concurrency},` +

@@ -1,6 +1,8 @@
 import { authContract } from './auth.ts';
 import { type ClientOptions, createFamilyClient, createTransport } from './client.ts';
+import { internalContract } from './internal.ts';
 import { msspContract } from './mssp.ts';
+import { tenantContract } from './tenant.ts';
 
 export { authContract, ChangePasswordBody, Identity, LoginBody, Role } from './auth.ts';
 export {
@@ -11,11 +13,18 @@ export {
   fillPath,
   type Transport,
 } from './client.ts';
+export { internalContract } from './internal.ts';
 export { msspContract } from './mssp.ts';
 export * from './route.ts';
+export { tenantContract } from './tenant.ts';
 
 /** Every API family, by name; one endpoint belongs to exactly one family (spec §1 item 5). */
-export const contract = { auth: authContract, mssp: msspContract } as const;
+export const contract = {
+  auth: authContract,
+  mssp: msspContract,
+  tenant: tenantContract,
+  internal: internalContract,
+} as const;
 
 /** The typed SDK: `const svc = createSvcClient({ baseUrl }); await svc.auth.login({ body })`. */
 export function createSvcClient(options: ClientOptions) {
@@ -23,6 +32,8 @@ export function createSvcClient(options: ClientOptions) {
   return {
     auth: createFamilyClient(contract.auth, transport),
     mssp: createFamilyClient(contract.mssp, transport),
+    tenant: createFamilyClient(contract.tenant, transport),
+    internal: createFamilyClient(contract.internal, transport),
   };
 }
 

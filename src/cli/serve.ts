@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises';
 import { serve as listen } from '@hono/node-server';
 import { createOriginPolicy } from '../auth/csrf.ts';
 import { createPlatformAdmin, hasNoUsers } from '../auth/operator.ts';
@@ -9,8 +10,10 @@ import { createAppDatabase } from '../db/pools.ts';
 import { openDatabase } from '../db/runtime.ts';
 import { createSystemGate } from '../db/system-gate.ts';
 import { clientConfig } from '../db/target.ts';
+import { createEventHub } from '../events/index.ts';
 import { createApp } from '../http/app.ts';
 import type { Logger } from '../log/index.ts';
+import { createTokenService, loadOrCreateSigningKey, signingKeyFromPem } from '../tokens/index.ts';
 
 /** `svc serve`: database up and migrated, then HTTP until SIGINT/SIGTERM. */
 export async function serve(config: Config, logger: Logger): Promise<void> {
@@ -27,6 +30,12 @@ export async function serve(config: Config, logger: Logger): Promise<void> {
     queue: config.auth.hashQueue,
   });
   const now = () => new Date();
+  const tokens = createTokenService({ key: await signingKey(config), now });
+  const events = await createEventHub({
+    target: runtime.target,
+    db,
+    onError: (error, context) => logger.warn({ err: error, context }, 'event hub recovered'),
+  });
 
   if (runtime.embedded && config.authMode === 'internal' && (await hasNoUsers(db))) {
     const password = generatePassword();
@@ -59,6 +68,8 @@ export async function serve(config: Config, logger: Logger): Promise<void> {
       hasher,
       origins,
       now,
+      tokens,
+      events,
       service: createAuthService({ db, hasher, now, authMode: config.authMode }),
     },
   });
@@ -82,6 +93,16 @@ export async function serve(config: Config, logger: Logger): Promise<void> {
     process.once('SIGINT', shutdown);
     process.once('SIGTERM', shutdown);
   });
+  await events.close();
   await Promise.all([db.close(), system.close()]);
   await runtime.stop();
+}
+
+async function signingKey(config: Config) {
+  const source = config.tokenKey;
+  if (source.kind === 'pem') return signingKeyFromPem(source.pem, 'SVC_TOKEN_SIGNING_KEY');
+  if (source.kind === 'file') {
+    return signingKeyFromPem(await readFile(source.path, 'utf8'), source.path);
+  }
+  return loadOrCreateSigningKey(config.dataDir);
 }

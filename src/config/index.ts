@@ -50,11 +50,18 @@ export interface AuthConfig {
   bootstrapAdminEmail: string;
 }
 
+export type TokenKeyConfig =
+  | { kind: 'generated' }
+  | { kind: 'pem'; pem: string }
+  | { kind: 'file'; path: string };
+
 export interface Config {
   host: string;
   port: number;
   authMode: AuthMode;
   auth: AuthConfig;
+  /** Ed25519 key that signs svc's JWTs; generated under the data dir when not supplied. */
+  tokenKey: TokenKeyConfig;
   dataDir: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   trustedProxyCidrs: string[];
@@ -121,6 +128,11 @@ export const SETTINGS = {
     schema: Type.String({ pattern: '^[^@\\sA-Z]+@[^@\\sA-Z]+$' }),
     expected: 'a lower-case email address',
   },
+  SVC_TOKEN_SIGNING_KEY: {
+    schema: Type.String({ pattern: '^-----BEGIN PRIVATE KEY-----' }),
+    expected: 'a PKCS8 PEM Ed25519 private key',
+  },
+  SVC_TOKEN_SIGNING_KEY_FILE: { schema: Type.String({ minLength: 1 }), expected: 'a file path' },
   SVC_DATABASE_HOST: { schema: hostname, expected: 'a PostgreSQL hostname' },
   SVC_DATABASE_PORT: { schema: port, expected: 'an integer port 1-65535' },
   SVC_DATABASE_NAME: {
@@ -250,6 +262,19 @@ function readDatabase(env: Env): DatabaseConfig {
   };
 }
 
+function readTokenKey(env: Env): TokenKeyConfig {
+  const pem = read(env, 'SVC_TOKEN_SIGNING_KEY');
+  const file = read(env, 'SVC_TOKEN_SIGNING_KEY_FILE');
+  if (pem !== undefined && file !== undefined) {
+    throw new ConfigError(
+      'SVC_TOKEN_SIGNING_KEY_FILE: expected only one of SVC_TOKEN_SIGNING_KEY and SVC_TOKEN_SIGNING_KEY_FILE',
+    );
+  }
+  if (pem !== undefined) return { kind: 'pem', pem: pem.replaceAll('\\n', '\n') };
+  if (file !== undefined) return { kind: 'file', path: file };
+  return { kind: 'generated' };
+}
+
 function parseCidr(text: string): string {
   const [address = '', prefix = ''] = text.trim().split('/');
   const family = isIP(address);
@@ -283,6 +308,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     },
     dataDir: path.resolve(cwd, read(env, 'SVC_DATA_DIR') ?? '.svc'),
     logLevel: read(env, 'SVC_LOG_LEVEL') ?? 'info',
+    tokenKey: readTokenKey(env),
     trustedProxyCidrs: cidrs ? cidrs.split(',').map(parseCidr) : [],
     database: readDatabase(env),
   };

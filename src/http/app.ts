@@ -8,13 +8,23 @@ import type { AuthService } from '../auth/service.ts';
 import type { AuthConfig, AuthMode } from '../config/index.ts';
 import type { AppDatabase } from '../db/pools.ts';
 import type { SystemGate } from '../db/system-gate.ts';
+import type { EventHub } from '../events/index.ts';
 import type { Logger } from '../log/index.ts';
+import type { TokenService } from '../tokens/index.ts';
 import { authRoutes } from './auth/routes.ts';
-import { authenticate, requirePasswordCurrent } from './authenticate.ts';
+import {
+  authenticate,
+  authenticateService,
+  requireFamily,
+  requirePasswordCurrent,
+} from './authenticate.ts';
+import { internalRoutes } from './internal/routes.ts';
+import { msspRoutes } from './mssp/routes.ts';
 import { msspUserRoutes } from './mssp/users.ts';
 import { openApiDocument, referencePage } from './openapi.ts';
 import { ProblemError, problem } from './problem.ts';
 import { peerAddress, requestId, trustedProxies } from './request-id.ts';
+import { tenantRoutes } from './tenant/routes.ts';
 
 declare module 'hono' {
   interface ContextVariableMap {
@@ -30,6 +40,9 @@ export interface ApiDeps {
   service: AuthService;
   hasher: PasswordHasher;
   origins: OriginPolicy;
+  tokens: TokenService;
+  /** Tenant-scoped event fan-out for the SSE endpoints (spec §5.7 item 8). */
+  events: EventHub;
   now: () => Date;
 }
 
@@ -81,9 +94,10 @@ export function createApp(deps: AppDeps): Hono {
 
   const api = deps.api;
   if (api) {
-    // Spec §5.6, both modes, before anything else looks at the request.
+    // Spec §5.6, both modes, before anything else looks at the request. The service family
+    // accepts nothing a browser attaches by itself (only bearer tokens), so it is exempt.
     app.use(async (c, next) => {
-      if (STATE_CHANGING.has(c.req.method)) {
+      if (STATE_CHANGING.has(c.req.method) && !c.req.path.startsWith('/api/internal/')) {
         const verdict = checkCsrf(api.origins, c.req.header('origin'), c.req.header('referer'));
         if (!verdict.ok) {
           deps.logger.warn(
@@ -105,6 +119,9 @@ export function createApp(deps: AppDeps): Hono {
       proxies,
       now: api.now,
     });
+    const internal = internalRoutes(api);
+    // The adapter's bootstrap exchange authenticates with its own credential, not a token.
+    app.route('/', internal.public);
     if (deps.authMode === 'internal') {
       app.route('/', routes.public);
     } else {
@@ -112,18 +129,22 @@ export function createApp(deps: AppDeps): Hono {
         app.all(path, (c) => problem(c, 404, 'not_found', 'Not Found'));
       }
     }
-    app.use(
-      '/api/*',
-      authenticate({
-        mode: deps.authMode,
-        auth: api.auth,
-        service: api.service,
-        db: api.db,
-        proxies,
-        logger: deps.logger,
-      }),
-      requirePasswordCurrent(),
-    );
+    const user = authenticate({
+      mode: deps.authMode,
+      auth: api.auth,
+      service: api.service,
+      db: api.db,
+      proxies,
+      logger: deps.logger,
+      tokens: api.tokens,
+    });
+    app.use('/api/auth/*', user, requirePasswordCurrent());
+    app.use('/api/mssp/*', user, requirePasswordCurrent(), requireFamily('mssp'));
+    app.use('/api/tenant/*', user, requirePasswordCurrent(), requireFamily('tenant'));
+    app.use('/api/internal/*', authenticateService(api.tokens, deps.logger));
+    app.route('/', internal.authenticated);
+    app.route('/', msspRoutes(api));
+    app.route('/', tenantRoutes(api));
     if (deps.authMode === 'internal') {
       app.route('/', routes.authenticated);
       app.route(

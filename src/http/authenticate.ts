@@ -5,10 +5,11 @@ import type { Identity, Role } from '../auth/identity.ts';
 import { identityOf } from '../auth/identity.ts';
 import type { AuthService } from '../auth/service.ts';
 import { decodeSessionId, SESSION_COOKIE } from '../auth/sessions.ts';
-import { findLogin, normaliseEmail } from '../auth/users.ts';
+import { findLogin, findUser, normaliseEmail } from '../auth/users.ts';
 import type { AuthConfig, AuthMode } from '../config/index.ts';
 import type { AppDatabase } from '../db/pools.ts';
 import type { Logger } from '../log/index.ts';
+import { TokenError, type TokenService } from '../tokens/index.ts';
 import { ProblemError } from './problem.ts';
 import { isTrusted, peerAddress } from './request-id.ts';
 
@@ -31,20 +32,76 @@ export interface AuthenticateDeps {
   db: AppDatabase;
   proxies: BlockList;
   logger: Logger;
+  tokens: TokenService;
+}
+
+/** The user-facing families a bearer token can be presented to, by path. */
+function familyOf(path: string): 'mssp' | 'tenant' | undefined {
+  if (path.startsWith('/api/mssp/')) return 'mssp';
+  if (path.startsWith('/api/tenant/')) return 'tenant';
+  return undefined;
+}
+
+export function bearerToken(c: Context): string | undefined {
+  const header = c.req.header('authorization');
+  if (header === undefined) return undefined;
+  const match = /^Bearer ([A-Za-z0-9_.-]+)$/.exec(header);
+  if (!match?.[1]) throw new ProblemError(401, 'invalid_token', 'Malformed Authorization header');
+  return match[1];
 }
 
 /**
- * Puts the caller's identity on the context or answers 401/403. Internal mode reads only the
- * session cookie (identity headers are ignored); proxy mode reads only the trusted headers,
- * and only from a peer inside the trusted CIDRs (spec §5.1).
+ * Puts the caller's identity on the context or answers 401/403. A bearer token (minted by
+ * svc, spec §5.2) is checked for the family it is presented to. Otherwise internal mode reads
+ * only the session cookie (identity headers are ignored) and proxy mode only the trusted
+ * headers, and only from a peer inside the trusted CIDRs (spec §5.1).
  */
 export function authenticate(deps: AuthenticateDeps): MiddlewareHandler {
   return async (c, next) => {
-    const identity =
-      deps.mode === 'internal' ? await fromSession(c, deps) : await fromProxy(c, deps);
+    const token = bearerToken(c);
+    let identity: Identity;
+    if (token !== undefined) identity = await fromToken(c, deps, token);
+    else if (deps.mode === 'internal') identity = await fromSession(c, deps);
+    else identity = await fromProxy(c, deps);
     c.set('identity', identity);
     await next();
   };
+}
+
+async function fromToken(c: Context, deps: AuthenticateDeps, token: string): Promise<Identity> {
+  const family = familyOf(c.req.path);
+  if (!family)
+    throw new ProblemError(401, 'invalid_token', 'This endpoint takes a session, not a token');
+  const invalid = (reason: string): never => {
+    deps.logger.warn({ reason, family }, 'bearer token rejected');
+    throw new ProblemError(401, 'invalid_token', 'The token is not valid here');
+  };
+  try {
+    const claims = await deps.tokens.verify(token, { expect: family });
+    const userId = claims.sub.slice('user_'.length);
+    const tenantId = 'tenant_id' in claims ? claims.tenant_id : null;
+    // Tokens cannot be revoked; the user row can: a disabled, deleted or re-roled user's
+    // tokens stop working at once.
+    const user = await deps.db.withScope(tenantId, (tx) => findUser(tx, userId));
+    if (
+      !user ||
+      user.disabled_at !== null ||
+      user.role !== claims.role ||
+      user.tenant_id !== tenantId
+    ) {
+      return invalid('user');
+    }
+    return identityOf(user, {
+      auth_mode: deps.mode,
+      must_change: user.must_change,
+      session_id: null,
+      via: 'token',
+      current_tenant: 'current_tenant' in claims ? claims.current_tenant : null,
+    });
+  } catch (error) {
+    if (error instanceof TokenError) return invalid(error.reason);
+    throw error;
+  }
 }
 
 async function fromSession(c: Context, deps: AuthenticateDeps): Promise<Identity> {
@@ -136,6 +193,113 @@ export function requireRole(...roles: Role[]): MiddlewareHandler {
   return async (c, next) => {
     if (!roles.includes(c.get('identity').role)) {
       throw new ProblemError(403, 'forbidden', 'Your role does not allow this action');
+    }
+    await next();
+  };
+}
+
+/**
+ * The family boundary of spec §4: `/api/mssp/*` serves MSSP staff only, `/api/tenant/*` the
+ * customer_viewer only (an MSSP user reaches a tenant through impersonation on the MSSP side,
+ * never through the tenant family).
+ */
+export function requireFamily(family: 'mssp' | 'tenant'): MiddlewareHandler {
+  return async (c, next) => {
+    if (c.get('identity').user_type !== family) {
+      throw new ProblemError(
+        403,
+        'wrong_family',
+        `This API is for ${family === 'mssp' ? 'MSSP staff' : 'customers'}`,
+      );
+    }
+    await next();
+  };
+}
+
+/**
+ * An impersonation token is bound to one tenant (spec §5.2): with it, an MSSP route that
+ * names another tenant is refused, and routes that are not about one tenant are refused too.
+ */
+export function tenantOfRequest(c: Context, tenantId: string): string {
+  const current = c.get('identity').current_tenant;
+  if (current !== null && current !== tenantId) {
+    throw new ProblemError(
+      403,
+      'outside_impersonated_tenant',
+      'This token acts for another tenant',
+    );
+  }
+  return tenantId;
+}
+
+export function requireNoImpersonation(): MiddlewareHandler {
+  return async (c, next) => {
+    if (c.get('identity').current_tenant !== null) {
+      throw new ProblemError(
+        403,
+        'outside_impersonated_tenant',
+        'An impersonation token is limited to its tenant',
+      );
+    }
+    await next();
+  };
+}
+
+/** The service principals of `/api/internal/*` (spec §2.1 rows 2 and 5). */
+export type ServicePrincipal =
+  | { kind: 'adapter'; tenant_id: string; jti: string }
+  | { kind: 'worker'; tenant_id: string; job_id: string; job_type: string; jti: string };
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    service: ServicePrincipal;
+  }
+}
+
+/**
+ * `/api/internal/*` takes only an adapter or worker token; sessions and proxy headers are
+ * never accepted there, so the family is unreachable for people (spec §4.4).
+ */
+export function authenticateService(tokens: TokenService, logger: Logger): MiddlewareHandler {
+  return async (c, next) => {
+    const token = bearerToken(c);
+    if (token === undefined)
+      throw new ProblemError(401, 'unauthenticated', 'A service token is required');
+    let principal: ServicePrincipal;
+    try {
+      principal = await verifyService(tokens, token);
+    } catch (error) {
+      if (!(error instanceof TokenError)) throw error;
+      logger.warn({ reason: error.reason }, 'service token rejected');
+      throw new ProblemError(401, 'invalid_token', 'The token is not valid here');
+    }
+    c.set('service', principal);
+    await next();
+  };
+}
+
+async function verifyService(tokens: TokenService, token: string): Promise<ServicePrincipal> {
+  try {
+    const a = await tokens.verify(token, { expect: 'adapter' });
+    return { kind: 'adapter', tenant_id: a.tenant_id, jti: a.jti };
+  } catch (error) {
+    if (!(error instanceof TokenError) || error.reason !== 'wrong_kind') throw error;
+  }
+  const w = await tokens.verify(token, { expect: 'worker' });
+  return {
+    kind: 'worker',
+    tenant_id: w.tenant_id,
+    job_id: w.job_id,
+    job_type: w.job_type,
+    jti: w.jti,
+  };
+}
+
+/** Declared next to each internal route: which service principals may call it. */
+export function requireService(...kinds: ServicePrincipal['kind'][]): MiddlewareHandler {
+  return async (c, next) => {
+    if (!kinds.includes(c.get('service').kind)) {
+      throw new ProblemError(403, 'forbidden', 'This token kind may not call this endpoint');
     }
     await next();
   };

@@ -1,4 +1,7 @@
+import { mkdtemp, rm } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { serve } from '@hono/node-server';
 import { createOriginPolicy, type OriginPolicy } from '../../src/auth/csrf.ts';
 import type { Role } from '../../src/auth/identity.ts';
@@ -12,8 +15,14 @@ import { setPassword } from '../../src/auth/users.ts';
 import { type AuthConfig, type AuthMode, loadConfig } from '../../src/config/index.ts';
 import type { AppDatabase } from '../../src/db/pools.ts';
 import { createSystemGate } from '../../src/db/system-gate.ts';
+import { createEventHub, type EventHub } from '../../src/events/index.ts';
 import { createApp } from '../../src/http/app.ts';
 import { createLogger } from '../../src/log/index.ts';
+import {
+  createTokenService,
+  loadOrCreateSigningKey,
+  type TokenService,
+} from '../../src/tokens/index.ts';
 import type { TestDatabase } from './database.ts';
 
 /** A clock tests move by hand, for expiry and lockout windows. */
@@ -29,6 +38,8 @@ export function testClock(start = Date.now()) {
 
 export interface TestApi {
   url: string;
+  events: EventHub;
+  tokens: TokenService;
   origin: string;
   hasher: PasswordHasher;
   clock: ReturnType<typeof testClock>;
@@ -82,7 +93,14 @@ export async function startTestApi(
     ...(options.hash?.params ? { params: options.hash.params } : {}),
   });
   const system = createSystemGate(database.target);
+  const keyDir = await mkdtemp(path.join(tmpdir(), 'svc-key-'));
+  const tokens = createTokenService({ key: await loadOrCreateSigningKey(keyDir), now: clock.now });
   const { db, count } = counting(database.app);
+  const events = await createEventHub({
+    target: database.target,
+    db: database.app,
+    heartbeatMs: 1000,
+  });
   const app = createApp({
     authMode: mode,
     trustedProxyCidrs: options.trustedProxyCidrs ?? [],
@@ -101,6 +119,8 @@ export async function startTestApi(
           allowLoopback: true,
         }),
       now: clock.now,
+      tokens,
+      events,
       service: createAuthService({ db, hasher, now: clock.now, authMode: mode }),
     },
   });
@@ -110,6 +130,8 @@ export async function startTestApi(
   const url = `http://127.0.0.1:${port}`;
   return {
     url,
+    tokens,
+    events,
     origin: url,
     hasher,
     clock,
@@ -117,6 +139,8 @@ export async function startTestApi(
     close: async () => {
       await new Promise((resolve) => server.close(resolve));
       await system.close();
+      await events.close();
+      await rm(keyDir, { recursive: true, force: true });
     },
   };
 }

@@ -1,0 +1,2 @@
+/** `/api/internal/*` (spec §4.4). */
+export const internalContract = {} as const;

@@ -61,7 +61,7 @@ export function createTransport(options: ClientOptions): Transport {
       cookie = pair.endsWith('=') ? undefined : pair;
     }
     const text = await res.text();
-    const isJson = /json/.test(res.headers.get('content-type') ?? '');
+    const isJson = /^application\/([a-z.+-]+\+)?json\b/.test(res.headers.get('content-type') ?? '');
     return {
       status: res.status,
       body: text && isJson ? (JSON.parse(text) as unknown) : text || undefined,

@@ -1,7 +1,7 @@
 import Type from 'typebox';
 import { Problem, route, Uuid } from './route.ts';
 
-export const msspContract = {
+const msspUserContract = {
   resetPassword: route({
     method: 'POST',
     path: '/api/mssp/users/{id}/password/reset',
@@ -25,3 +25,207 @@ export const msspContract = {
     },
   }),
 } as const;
+
+export const TenantState = Type.Union([
+  Type.Literal('pending'),
+  Type.Literal('provisioning'),
+  Type.Literal('active'),
+  Type.Literal('decommissioning'),
+  Type.Literal('soft-deleted'),
+]);
+
+export const Tenant = Type.Object(
+  {
+    id: Uuid,
+    slug: Type.String(),
+    display_name: Type.String(),
+    state: TenantState,
+    error_details: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
+    config_revision: Type.Integer(),
+    created_at: Type.String(),
+    updated_at: Type.String(),
+    deleted_at: Type.Union([Type.String(), Type.Null()]),
+  },
+  { additionalProperties: false },
+);
+
+const Limit = Type.Integer({ minimum: 1, maximum: 200 });
+const Cursor = Type.String({ pattern: '^[A-Za-z0-9_-]{1,200}$' });
+const TenantParams = Type.Object({ tenant_id: Uuid }, { additionalProperties: false });
+
+export const AuditRow = Type.Object(
+  {
+    id: Uuid,
+    timestamp: Type.String(),
+    tenant_id: Type.Union([Uuid, Type.Null()]),
+    actor_principal: Type.String(),
+    actor_id: Type.String(),
+    action: Type.String(),
+    resource_type: Type.String(),
+    resource_id: Type.Union([Type.String(), Type.Null()]),
+    before: Type.Unknown(),
+    after: Type.Unknown(),
+    acting_as: Type.Union([Uuid, Type.Null()]),
+    request_id: Type.Union([Type.String(), Type.Null()]),
+    details: Type.Record(Type.String(), Type.Unknown()),
+  },
+  { additionalProperties: false },
+);
+
+export const msspTenantContract = {
+  listTenants: route({
+    method: 'GET',
+    path: '/api/mssp/tenants',
+    summary: 'List tenants, newest first, optionally by state',
+    access: 'platform_admin, mssp_admin, analyst (not with an impersonation token)',
+    query: Type.Object(
+      {
+        state: Type.Optional(TenantState),
+        limit: Type.Optional(Limit),
+        cursor: Type.Optional(Cursor),
+      },
+      { additionalProperties: false },
+    ),
+    responses: {
+      200: Type.Object(
+        { items: Type.Array(Tenant), next_cursor: Type.Union([Type.String(), Type.Null()]) },
+        { additionalProperties: false },
+      ),
+      400: Problem,
+    },
+  }),
+  getTenant: route({
+    method: 'GET',
+    path: '/api/mssp/tenants/{tenant_id}',
+    summary: 'One tenant with its lifecycle history',
+    access: 'platform_admin, mssp_admin, analyst',
+    params: TenantParams,
+    responses: {
+      200: Type.Object(
+        {
+          tenant: Tenant,
+          lifecycle: Type.Array(
+            Type.Object(
+              {
+                id: Type.String(),
+                kind: Type.String(),
+                from_state: Type.Union([Type.String(), Type.Null()]),
+                to_state: Type.Union([Type.String(), Type.Null()]),
+                step: Type.Union([Type.String(), Type.Null()]),
+                details: Type.Record(Type.String(), Type.Unknown()),
+                actor: Type.String(),
+                occurred_at: Type.String(),
+              },
+              { additionalProperties: false },
+            ),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+      404: Problem,
+    },
+  }),
+  decommission: route({
+    method: 'POST',
+    path: '/api/mssp/tenants/{tenant_id}:decommission',
+    summary: 'Start decommissioning an active tenant (grace period begins)',
+    access: 'platform_admin, mssp_admin',
+    params: TenantParams,
+    responses: {
+      200: Type.Object({ tenant: Tenant }, { additionalProperties: false }),
+      404: Problem,
+      409: Problem,
+    },
+  }),
+  impersonate: route({
+    method: 'POST',
+    path: '/api/mssp/impersonate/{tenant_id}',
+    summary: 'Mint a token acting as one tenant (at most 30 minutes); audited at mint',
+    access: 'platform_admin, mssp_admin, analyst',
+    params: TenantParams,
+    body: Type.Object(
+      {
+        ttl_seconds: Type.Optional(Type.Integer({ minimum: 60, maximum: 1800 })),
+        reason: Type.String({ minLength: 3, maxLength: 500 }),
+      },
+      { additionalProperties: false },
+    ),
+    responses: {
+      200: Type.Object(
+        { token: Type.String(), tenant_id: Uuid, expires_at: Type.String() },
+        { additionalProperties: false },
+      ),
+      404: Problem,
+      409: Problem,
+    },
+  }),
+  audit: route({
+    method: 'GET',
+    path: '/api/mssp/audit',
+    summary: 'Cross-tenant audit view (System principal), newest first; JSON Lines or CSV export',
+    access: 'platform_admin, mssp_admin, analyst (export: platform_admin)',
+    query: Type.Object(
+      {
+        tenant_id: Type.Optional(Uuid),
+        action: Type.Optional(Type.String({ pattern: '^[a-z][a-z_.]{0,99}$' })),
+        actor_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+        since: Type.Optional(Type.String({ format: 'date-time' })),
+        until: Type.Optional(Type.String({ format: 'date-time' })),
+        format: Type.Optional(
+          Type.Union([Type.Literal('json'), Type.Literal('jsonl'), Type.Literal('csv')]),
+        ),
+        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+        cursor: Type.Optional(Cursor),
+      },
+      { additionalProperties: false },
+    ),
+    responses: {
+      200: Type.Object(
+        { items: Type.Array(AuditRow), next_cursor: Type.Union([Type.String(), Type.Null()]) },
+        { additionalProperties: false },
+      ),
+      400: Problem,
+      403: Problem,
+    },
+  }),
+  fleetSummary: route({
+    method: 'GET',
+    path: '/api/mssp/fleet/summary',
+    summary: 'Cross-tenant rollup (System principal, audited with a reason)',
+    access: 'platform_admin, mssp_admin, analyst (not with an impersonation token)',
+    responses: {
+      200: Type.Object(
+        {
+          tenants_by_state: Type.Record(Type.String(), Type.Integer()),
+          tenants: Type.Array(
+            Type.Object(
+              {
+                tenant_id: Uuid,
+                slug: Type.String(),
+                state: TenantState,
+                open_incidents: Type.Integer(),
+                pending_reviews: Type.Integer(),
+                last_event_at: Type.Union([Type.String(), Type.Null()]),
+              },
+              { additionalProperties: false },
+            ),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    },
+  }),
+  tenantEvents: route({
+    method: 'GET',
+    path: '/api/mssp/tenants/{tenant_id}/events',
+    summary:
+      "Server-sent events of one tenant's event store (bound to that tenant at subscription)",
+    access: 'platform_admin, mssp_admin, analyst',
+    params: TenantParams,
+    stream: 'text/event-stream',
+    responses: { 200: Type.String(), 404: Problem },
+  }),
+} as const;
+
+/** `/api/mssp/*` (spec §4.2). */
+export const msspContract = { ...msspTenantContract, ...msspUserContract } as const;

@@ -17,6 +17,14 @@ const DESIGNATED_SYSTEM_MODULES: readonly string[] = [
   'http/mssp/users.ts', // admin password reset finds a user of any tenant
 ];
 
+/** Modules that enter the gate (call withSystem), each for a reason it names. */
+const SYSTEM_GATE_CALLERS: readonly string[] = [
+  'db/system-gate.ts', // its own definition
+  'http/mssp/users.ts', // user.password_reset: the target may be in any tenant
+  'http/mssp/routes.ts', // fleet.summary: a cross-tenant rollup
+  'http/mssp/audit.ts', // mssp.audit: the cross-tenant audit view
+];
+
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
 
 let db: TestDatabase;
@@ -104,6 +112,14 @@ test('§5.7.6 only designated system modules import the system gate', async () =
     }
   }
   assert.deepEqual(importers.sort(), [...DESIGNATED_SYSTEM_MODULES].sort());
+});
+
+test('§5.7.6 only designated system modules enter the gate', async () => {
+  const callers: string[] = [];
+  for (const file of await sourceFiles(SRC)) {
+    if (/\bwithSystem\b/.test(await readFile(file, 'utf8'))) callers.push(path.relative(SRC, file));
+  }
+  assert.deepEqual(callers.sort(), [...SYSTEM_GATE_CALLERS].sort());
 });
 
 test('§5.7.6 svc_mssp credentials are used only by the system gate', async () => {

@@ -220,3 +220,9 @@ export function client(api: TestApi, extraHeaders: Record<string, string> = {}) 
     },
   };
 }
+
+/** The problem `code` of any SDK response, without narrowing on its status first. */
+export function problemCode(res: { body: unknown }): string | undefined {
+  const body = res.body as { code?: unknown } | undefined;
+  return typeof body?.code === 'string' ? body.code : undefined;
+}

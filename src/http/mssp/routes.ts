@@ -1,7 +1,251 @@
 import { Hono } from 'hono';
+import { msspTenantContract } from '../../../contracts/mssp.ts';
+import { writeAudit } from '../../audit/index.ts';
+import { MSSP_ROLES } from '../../auth/identity.ts';
+import type { Transaction } from '../../db/tenant-context.ts';
+import { streamTenantEvents } from '../../events/index.ts';
 import type { ApiDeps } from '../app.ts';
+import { requireNoImpersonation, requireRole, tenantOfRequest } from '../authenticate.ts';
+import { implement } from '../contract.ts';
+import { decodeCursor, page } from '../pagination.ts';
+import { ProblemError } from '../problem.ts';
+import { auditExport, queryAudit } from './audit.ts';
 
-/** `/api/mssp/*` (spec §4.2): platform_admin, mssp_admin, analyst. */
-export function msspRoutes(_api: ApiDeps): Hono {
-  return new Hono();
+interface TenantRow {
+  id: string;
+  slug: string;
+  display_name: string;
+  state: 'pending' | 'provisioning' | 'active' | 'decommissioning' | 'soft-deleted';
+  error_details: Record<string, unknown> | null;
+  config_revision: number;
+  created_at: Date;
+  updated_at: Date;
+  deleted_at: Date | null;
+}
+
+const TENANT_COLUMNS =
+  'id, slug, display_name, state, error_details, config_revision, created_at, updated_at, deleted_at';
+
+function tenantJson(t: TenantRow) {
+  return {
+    ...t,
+    created_at: t.created_at.toISOString(),
+    updated_at: t.updated_at.toISOString(),
+    deleted_at: t.deleted_at?.toISOString() ?? null,
+  };
+}
+
+async function findTenant(tx: Transaction, id: string): Promise<TenantRow> {
+  const { rows } = await tx.query<TenantRow>(
+    `SELECT ${TENANT_COLUMNS} FROM tenants WHERE id = $1`,
+    [id],
+  );
+  const row = rows[0];
+  if (!row) throw new ProblemError(404, 'tenant_not_found', 'No such tenant');
+  return row;
+}
+
+const anyMssp = requireRole(...MSSP_ROLES);
+
+/** `/api/mssp/*` tenant operations, cross-tenant views and impersonation (spec §4.2). */
+export function msspRoutes(api: ApiDeps): Hono {
+  const app = new Hono();
+
+  implement(app, msspTenantContract.listTenants, [anyMssp, requireNoImpersonation()])(
+    async (_c, { query }) => {
+      const limit = query.limit ?? 50;
+      const after = decodeCursor(query.cursor);
+      const rows = await api.db.withoutTenant(async (tx) => {
+        const { rows } = await tx.query<TenantRow>(
+          `SELECT ${TENANT_COLUMNS} FROM tenants
+          WHERE ($1::text IS NULL OR state = $1)
+            AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
+          ORDER BY created_at DESC, id DESC
+          LIMIT $4`,
+          [query.state ?? null, after?.at ?? null, after?.id ?? null, limit + 1],
+        );
+        return rows;
+      });
+      const result = page(rows, limit, (t) => ({ at: t.created_at.toISOString(), id: t.id }));
+      return {
+        status: 200,
+        body: { items: result.items.map(tenantJson), next_cursor: result.next_cursor },
+      };
+    },
+  );
+
+  implement(app, msspTenantContract.getTenant, [anyMssp])(async (c, { params }) => {
+    const id = tenantOfRequest(c, params.tenant_id);
+    const tenant = await api.db.withoutTenant((tx) => findTenant(tx, id));
+    const lifecycle = await api.db.withTenant(id, async (tx) => {
+      const { rows } = await tx.query<{
+        id: string;
+        kind: string;
+        from_state: string | null;
+        to_state: string | null;
+        step: string | null;
+        details: Record<string, unknown>;
+        actor: string;
+        occurred_at: Date;
+      }>(
+        `SELECT id::text, kind, from_state, to_state, step, details, actor, occurred_at
+           FROM tenant_lifecycle_events ORDER BY id`,
+      );
+      return rows.map((r) => ({ ...r, occurred_at: r.occurred_at.toISOString() }));
+    });
+    return { status: 200, body: { tenant: tenantJson(tenant), lifecycle } };
+  });
+
+  implement(app, msspTenantContract.decommission, [requireRole('platform_admin', 'mssp_admin')])(
+    async (c, { params }) => {
+      const identity = c.get('identity');
+      const id = tenantOfRequest(c, params.tenant_id);
+      const tenant = await api.db.withTenant(id, async (tx) => {
+        const before = await findTenant(tx, id);
+        if (before.state !== 'active') {
+          throw new ProblemError(
+            409,
+            'invalid_state',
+            `Only an active tenant can be decommissioned; this one is ${before.state}`,
+            {
+              state: before.state,
+            },
+          );
+        }
+        const { rows } = await tx.query<TenantRow>(
+          `UPDATE tenants SET state = 'decommissioning', updated_at = now()
+            WHERE id = $1 AND state = 'active' RETURNING ${TENANT_COLUMNS}`,
+          [id],
+        );
+        const after = rows[0];
+        if (!after)
+          throw new ProblemError(409, 'invalid_state', 'The tenant changed state meanwhile');
+        await tx.query(
+          `INSERT INTO tenant_lifecycle_events (tenant_id, kind, from_state, to_state, actor, details)
+           VALUES ($1, 'transition', 'active', 'decommissioning', $2, $3)`,
+          [
+            id,
+            `user:${identity.user_id}`,
+            JSON.stringify({ grace_period_started_at: after.updated_at.toISOString() }),
+          ],
+        );
+        await writeAudit(tx, {
+          tenantId: id,
+          actorPrincipal: 'User',
+          actorId: identity.user_id,
+          action: 'tenant.decommission',
+          resourceType: 'tenant',
+          resourceId: id,
+          before: { state: before.state },
+          after: { state: after.state },
+          actingAs: identity.current_tenant,
+        });
+        return after;
+      });
+      return { status: 200, body: { tenant: tenantJson(tenant) } };
+    },
+  );
+
+  implement(app, msspTenantContract.impersonate, [anyMssp, requireNoImpersonation()])(
+    async (c, { params, body }) => {
+      const identity = c.get('identity');
+      const tenantId = params.tenant_id;
+      const tenant = await api.db.withoutTenant((tx) => findTenant(tx, tenantId));
+      if (tenant.state === 'soft-deleted') {
+        throw new ProblemError(409, 'invalid_state', 'A deleted tenant cannot be entered', {
+          state: tenant.state,
+        });
+      }
+      const minted = await api.tokens.mintImpersonation({
+        userId: identity.user_id,
+        role: identity.role,
+        tenantId,
+        ...(body.ttl_seconds === undefined ? {} : { ttlSeconds: body.ttl_seconds }),
+      });
+      const expiresAt = new Date(minted.claims.exp * 1000).toISOString();
+      // Written in the tenant's context with acting_as, so the tenant's customers see it (§9.5.5).
+      await api.db.withTenant(tenantId, (tx) =>
+        writeAudit(tx, {
+          tenantId,
+          actorPrincipal: 'User',
+          actorId: identity.user_id,
+          action: 'user.impersonate',
+          resourceType: 'tenant',
+          resourceId: tenantId,
+          actingAs: tenantId,
+          details: {
+            reason: body.reason,
+            jti: minted.claims.jti,
+            expires_at: expiresAt,
+            role: identity.role,
+          },
+        }),
+      );
+      c.header('Cache-Control', 'no-store');
+      return {
+        status: 200,
+        body: { token: minted.token, tenant_id: tenantId, expires_at: expiresAt },
+      };
+    },
+  );
+
+  implement(app, msspTenantContract.audit, [anyMssp])(async (c, { query }) => {
+    const identity = c.get('identity');
+    // An impersonation token sees only its tenant, and only through RLS.
+    const tenantId =
+      identity.current_tenant === null
+        ? query.tenant_id
+        : tenantOfRequest(c, query.tenant_id ?? identity.current_tenant);
+    const filters = { ...query, tenant_id: tenantId };
+    if (query.format === 'jsonl' || query.format === 'csv') {
+      if (identity.role !== 'platform_admin') {
+        throw new ProblemError(403, 'forbidden', 'Only platform_admin may export the audit log');
+      }
+      return { raw: await auditExport(api, identity, filters, query.format) };
+    }
+    const result = await queryAudit(api, identity, filters);
+    return { status: 200, body: result };
+  });
+
+  implement(app, msspTenantContract.fleetSummary, [anyMssp, requireNoImpersonation()])(async () => {
+    const summary = await api.system.withSystem('fleet.summary', async (tx) => {
+      const states = await tx.query<{ state: string; n: number }>(
+        'SELECT state, count(*)::int AS n FROM tenants GROUP BY state',
+      );
+      const tenants = await tx.query<{
+        tenant_id: string;
+        slug: string;
+        state: TenantRow['state'];
+        open_incidents: number;
+        pending_reviews: number;
+        last_event_at: Date | null;
+      }>(
+        `SELECT t.id AS tenant_id, t.slug, t.state,
+                (SELECT count(*)::int FROM investigations i
+                  WHERE i.tenant_id = t.id AND i.status IN ('open', 'triaging', 'awaiting_review')) AS open_incidents,
+                (SELECT count(*)::int FROM pending_reviews r
+                  WHERE r.tenant_id = t.id AND r.decision IS NULL) AS pending_reviews,
+                (SELECT max(e.occurred_at) FROM events e WHERE e.tenant_id = t.id) AS last_event_at
+           FROM tenants t
+          WHERE t.state <> 'soft-deleted'
+          ORDER BY t.slug`,
+      );
+      return {
+        tenants_by_state: Object.fromEntries(states.rows.map((r) => [r.state, r.n])),
+        tenants: tenants.rows.map((r) => ({
+          ...r,
+          last_event_at: r.last_event_at?.toISOString() ?? null,
+        })),
+      };
+    });
+    return { status: 200, body: summary };
+  });
+
+  implement(app, msspTenantContract.tenantEvents, [anyMssp])(async (c, { params }) => {
+    const tenantId = tenantOfRequest(c, params.tenant_id);
+    await api.db.withoutTenant((tx) => findTenant(tx, tenantId));
+    return { raw: await streamTenantEvents(c, api.events, tenantId) };
+  });
+
+  return app;
 }

@@ -227,5 +227,102 @@ export const msspTenantContract = {
   }),
 } as const;
 
+export const User = Type.Object(
+  {
+    id: Uuid,
+    email: Type.String(),
+    display_name: Type.Union([Type.String(), Type.Null()]),
+    role: Type.Union([
+      Type.Literal('platform_admin'),
+      Type.Literal('mssp_admin'),
+      Type.Literal('analyst'),
+      Type.Literal('customer_viewer'),
+    ]),
+    tenant_id: Type.Union([Uuid, Type.Null()]),
+    disabled_at: Type.Union([Type.String(), Type.Null()]),
+    created_at: Type.String(),
+  },
+  { additionalProperties: false },
+);
+
+const NewUser = {
+  email: Type.String({ pattern: '^[^@\\sA-Z]{1,64}@[^@\\sA-Z]{1,189}$', maxLength: 254 }),
+  display_name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+};
+
+const Created = Type.Object(
+  {
+    user: User,
+    /** Internal mode only: shown once; the user must change it at first sign-in. */
+    initial_password: Type.Union([Type.String(), Type.Null()]),
+  },
+  { additionalProperties: false },
+);
+
+export const msspUserManagementContract = {
+  listUsers: route({
+    method: 'GET',
+    path: '/api/mssp/users',
+    summary: 'MSSP-side users',
+    access: 'platform_admin, mssp_admin, analyst (not with an impersonation token)',
+    responses: { 200: Type.Object({ items: Type.Array(User) }, { additionalProperties: false }) },
+  }),
+  createUser: route({
+    method: 'POST',
+    path: '/api/mssp/users',
+    summary:
+      'Create an MSSP-side user (platform_admin: any MSSP role; mssp_admin: invite analysts)',
+    access: 'platform_admin, mssp_admin',
+    body: Type.Object(
+      {
+        ...NewUser,
+        role: Type.Union([
+          Type.Literal('platform_admin'),
+          Type.Literal('mssp_admin'),
+          Type.Literal('analyst'),
+        ]),
+      },
+      { additionalProperties: false },
+    ),
+    responses: { 201: Created, 403: Problem, 409: Problem },
+  }),
+  listTenantUsers: route({
+    method: 'GET',
+    path: '/api/mssp/tenants/{tenant_id}/users',
+    summary: "A tenant's customer users",
+    access: 'platform_admin, mssp_admin',
+    params: Type.Object({ tenant_id: Uuid }, { additionalProperties: false }),
+    responses: {
+      200: Type.Object({ items: Type.Array(User) }, { additionalProperties: false }),
+      404: Problem,
+    },
+  }),
+  createTenantUser: route({
+    method: 'POST',
+    path: '/api/mssp/tenants/{tenant_id}/users',
+    summary: 'Create a customer_viewer of the tenant',
+    access: 'platform_admin, mssp_admin',
+    params: Type.Object({ tenant_id: Uuid }, { additionalProperties: false }),
+    body: Type.Object(NewUser, { additionalProperties: false }),
+    responses: { 201: Created, 404: Problem, 409: Problem },
+  }),
+  deactivateTenantUser: route({
+    method: 'POST',
+    path: '/api/mssp/tenants/{tenant_id}/users/{user_id}:deactivate',
+    summary: "Deactivate a customer user; all of the user's sessions are revoked",
+    access: 'platform_admin, mssp_admin',
+    params: Type.Object({ tenant_id: Uuid, user_id: Uuid }, { additionalProperties: false }),
+    responses: {
+      200: Type.Object({ user: User }, { additionalProperties: false }),
+      404: Problem,
+      409: Problem,
+    },
+  }),
+} as const;
+
 /** `/api/mssp/*` (spec §4.2). */
-export const msspContract = { ...msspTenantContract, ...msspUserContract } as const;
+export const msspContract = {
+  ...msspTenantContract,
+  ...msspUserContract,
+  ...msspUserManagementContract,
+} as const;

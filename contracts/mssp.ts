@@ -320,9 +320,114 @@ export const msspUserManagementContract = {
   }),
 } as const;
 
+export const Incident = Type.Object(
+  {
+    id: Uuid,
+    title: Type.String(),
+    status: Type.String(),
+    severity: Type.String(),
+    verdict: Type.Union([Type.String(), Type.Null()]),
+    opened_at: Type.String(),
+    updated_at: Type.String(),
+  },
+  { additionalProperties: false },
+);
+
+export const PendingReview = Type.Object(
+  {
+    id: Uuid,
+    investigation_id: Uuid,
+    proposed_action: Type.String(),
+    action_params: Type.Record(Type.String(), Type.Unknown()),
+    rationale: Type.String(),
+    evidence: Type.Unknown(),
+    risk: Type.String(),
+    confidence: Type.Union([Type.Number(), Type.Null()]),
+    requested_by: Type.String(),
+    requested_at: Type.String(),
+    expires_at: Type.Union([Type.String(), Type.Null()]),
+    decision: Type.Union([Type.String(), Type.Null()]),
+    decided_by: Type.Union([Uuid, Type.Null()]),
+    decided_at: Type.Union([Type.String(), Type.Null()]),
+    decision_note: Type.Union([Type.String(), Type.Null()]),
+  },
+  { additionalProperties: false },
+);
+
+const ReviewParams = Type.Object(
+  { tenant_id: Uuid, review_id: Uuid },
+  { additionalProperties: false },
+);
+const Decision = Type.Object(
+  { note: Type.String({ minLength: 1, maxLength: 2000 }) },
+  { additionalProperties: false },
+);
+
+export const msspTriageContract = {
+  tenantIncidents: route({
+    method: 'GET',
+    path: '/api/mssp/tenants/{tenant_id}/incidents',
+    summary: "One tenant's investigations, newest first (read under that tenant's context)",
+    access: 'platform_admin, mssp_admin, analyst',
+    params: Type.Object({ tenant_id: Uuid }, { additionalProperties: false }),
+    query: Type.Object(
+      {
+        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200 })),
+        cursor: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,200}$' })),
+      },
+      { additionalProperties: false },
+    ),
+    responses: {
+      200: Type.Object(
+        { items: Type.Array(Incident), next_cursor: Type.Union([Type.String(), Type.Null()]) },
+        { additionalProperties: false },
+      ),
+      404: Problem,
+    },
+  }),
+  tenantReviews: route({
+    method: 'GET',
+    path: '/api/mssp/tenants/{tenant_id}/reviews',
+    summary: "One tenant's human-in-the-loop queue: reviews awaiting a decision, oldest first",
+    access: 'platform_admin, mssp_admin, analyst',
+    params: Type.Object({ tenant_id: Uuid }, { additionalProperties: false }),
+    responses: {
+      200: Type.Object({ items: Type.Array(PendingReview) }, { additionalProperties: false }),
+      404: Problem,
+    },
+  }),
+  approveReview: route({
+    method: 'POST',
+    path: '/api/mssp/tenants/{tenant_id}/reviews/{review_id}:approve',
+    summary: 'Approve a proposed action (audited as investigation.approve)',
+    access: 'platform_admin, mssp_admin, analyst',
+    params: ReviewParams,
+    body: Decision,
+    responses: {
+      200: Type.Object({ review: PendingReview }, { additionalProperties: false }),
+      404: Problem,
+      409: Problem,
+    },
+  }),
+  rejectReview: route({
+    method: 'POST',
+    path: '/api/mssp/tenants/{tenant_id}/reviews/{review_id}:reject',
+    summary: 'Reject a proposed action (audited as investigation.reject)',
+    access: 'platform_admin, mssp_admin, analyst',
+    params: ReviewParams,
+    body: Decision,
+    responses: {
+      200: Type.Object({ review: PendingReview }, { additionalProperties: false }),
+      404: Problem,
+      409: Problem,
+    },
+  }),
+} as const;
+
 /** `/api/mssp/*` (spec §4.2). */
 export const msspContract = {
   ...msspTenantContract,
   ...msspUserContract,
   ...msspUserManagementContract,
+  ...msspTriageContract,
 } as const;

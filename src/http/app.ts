@@ -20,6 +20,7 @@ import {
 } from './authenticate.ts';
 import { internalRoutes } from './internal/routes.ts';
 import { msspRoutes } from './mssp/routes.ts';
+import { triageRoutes } from './mssp/triage.ts';
 import { userManagementRoutes } from './mssp/user-management.ts';
 import { msspUserRoutes } from './mssp/users.ts';
 import { openApiDocument, referencePage } from './openapi.ts';
@@ -146,6 +147,7 @@ export function createApp(deps: AppDeps): Hono {
     app.route('/', internal.authenticated);
     app.route('/', msspRoutes(api));
     app.route('/', userManagementRoutes(api, deps.authMode));
+    app.route('/', triageRoutes(api));
     app.route('/', tenantRoutes(api));
     if (deps.authMode === 'internal') {
       app.route('/', routes.authenticated);

@@ -1,0 +1,83 @@
+import { isUuid } from '../../db/tenant-context.ts';
+import { ProblemError } from '../problem.ts';
+
+/** The lists that page with a cursor; a cursor of one list is refused by another. */
+export type CursorList = 'incidents' | 'audit';
+
+/**
+ * A keyset position: the last row's sort timestamp, exactly as Postgres renders it with
+ * microseconds (a JavaScript Date would round to milliseconds and skip or repeat rows that
+ * share a millisecond), and its id as the tie-breaker.
+ */
+export interface Position {
+  at: string;
+  id: string;
+}
+
+/** Page size when the client names none (the contract caps it at 200). */
+export const DEFAULT_LIMIT = 50;
+
+/** The SQL rendering of a sort timestamp that `at` holds. */
+export const SORT_KEY_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"';
+
+const SORT_KEY = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
+const BASE64URL = /^[A-Za-z0-9_-]+$/;
+
+export function encodeCursor(list: CursorList, position: Position): string {
+  return Buffer.from(JSON.stringify([list, position.at, position.id])).toString('base64url');
+}
+
+/** A real calendar instant Postgres accepts (no 30 February, no year 0), to the microsecond. */
+function isSortKey(value: unknown): value is string {
+  if (typeof value !== 'string' || !SORT_KEY.test(value)) return false;
+  const millis = `${value.slice(0, 23)}Z`;
+  const date = new Date(millis);
+  return (
+    !Number.isNaN(date.getTime()) && date.getUTCFullYear() >= 1 && date.toISOString() === millis
+  );
+}
+
+function parse(list: CursorList, cursor: string): Position | undefined {
+  if (!BASE64URL.test(cursor)) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (!Array.isArray(value) || value.length !== 3 || value[0] !== list) return undefined;
+  const [, at, id] = value as unknown[];
+  if (!isSortKey(at) || !isUuid(id)) return undefined;
+  const position = { at, id };
+  // Only the exact bytes this API issues are accepted, so an edited cursor cannot slip through
+  // as an equivalent spelling.
+  return encodeCursor(list, position) === cursor ? position : undefined;
+}
+
+/**
+ * The position a client sent back, or undefined for the first page. Cursors carry no
+ * authority: every read runs under the caller's tenant context, so a crafted position can only
+ * move within the caller's own rows.
+ */
+export function decodeCursor(list: CursorList, cursor: string | undefined): Position | undefined {
+  if (cursor === undefined) return undefined;
+  const position = parse(list, cursor);
+  if (!position)
+    throw new ProblemError(400, 'invalid_cursor', 'The cursor is not one this API issued');
+  return position;
+}
+
+/** Splits a `limit + 1` fetch into the page and the cursor of the next one (null at the end). */
+export function toPage<T extends { sort_key: string; id: string }>(
+  list: CursorList,
+  rows: T[],
+  limit: number,
+): { rows: T[]; next_cursor: string | null } {
+  const page = rows.slice(0, limit);
+  const last = page.at(-1);
+  const more = rows.length > limit && last !== undefined;
+  return {
+    rows: page,
+    next_cursor: more ? encodeCursor(list, { at: last.sort_key, id: last.id }) : null,
+  };
+}

@@ -1,5 +1,6 @@
 import Type from 'typebox';
 import { Problem, route, Uuid } from './route.ts';
+import { TenantConfig } from './tenant-config.ts';
 
 const msspUserContract = {
   resetPassword: route({
@@ -73,6 +74,21 @@ export const AuditRow = Type.Object(
 );
 
 export const msspTenantContract = {
+  createTenant: route({
+    method: 'POST',
+    path: '/api/mssp/tenants',
+    summary:
+      'Create a tenant from its configuration; it starts pending and the orchestrator provisions it (spec §9.4)',
+    access: 'platform_admin, mssp_admin (not with an impersonation token)',
+    body: TenantConfig,
+    responses: {
+      201: Type.Object({ tenant: Tenant }, { additionalProperties: false }),
+      400: Problem,
+      403: Problem,
+      409: Problem,
+      503: Problem,
+    },
+  }),
   listTenants: route({
     method: 'GET',
     path: '/api/mssp/tenants',

@@ -4,6 +4,7 @@ import { createOriginPolicy } from '../auth/csrf.ts';
 import { createPlatformAdmin, hasNoUsers } from '../auth/operator.ts';
 import { createPasswordHasher, generatePassword } from '../auth/passwords.ts';
 import { createAuthService } from '../auth/service.ts';
+import { createSecretStore, loadKubeConfig } from '../cluster/secrets.ts';
 import type { Config } from '../config/index.ts';
 import { migrate } from '../db/migrate.ts';
 import { createAppDatabase } from '../db/pools.ts';
@@ -46,6 +47,11 @@ export async function serve(config: Config, logger: Logger): Promise<void> {
     );
   }
 
+  const kubeConfig = loadKubeConfig();
+  if (!kubeConfig)
+    logger.warn('no cluster access (in-cluster or KUBECONFIG): tenant creation answers 503');
+  const secrets = kubeConfig ? createSecretStore(kubeConfig, config.installNamespace) : undefined;
+
   const origins = createOriginPolicy({
     msspHostname: config.auth.msspHostname,
     customerHostname: config.auth.customerHostname,
@@ -70,6 +76,7 @@ export async function serve(config: Config, logger: Logger): Promise<void> {
       now,
       tokens,
       events,
+      secrets,
       service: createAuthService({ db, hasher, now, authMode: config.authMode }),
     },
   });

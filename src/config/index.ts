@@ -62,6 +62,8 @@ export interface Config {
   auth: AuthConfig;
   /** Ed25519 key that signs svc's JWTs; generated under the data dir when not supplied. */
   tokenKey: TokenKeyConfig;
+  /** Namespace of the install (spec §1 item 1), where per-tenant Secrets wait. */
+  installNamespace: string;
   dataDir: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   trustedProxyCidrs: string[];
@@ -133,6 +135,10 @@ export const SETTINGS = {
     expected: 'a PKCS8 PEM Ed25519 private key',
   },
   SVC_TOKEN_SIGNING_KEY_FILE: { schema: Type.String({ minLength: 1 }), expected: 'a file path' },
+  SVC_INSTALL_NAMESPACE: {
+    schema: Type.String({ pattern: '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$' }),
+    expected: 'a Kubernetes namespace name',
+  },
   SVC_DATABASE_HOST: { schema: hostname, expected: 'a PostgreSQL hostname' },
   SVC_DATABASE_PORT: { schema: port, expected: 'an integer port 1-65535' },
   SVC_DATABASE_NAME: {
@@ -309,6 +315,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     dataDir: path.resolve(cwd, read(env, 'SVC_DATA_DIR') ?? '.svc'),
     logLevel: read(env, 'SVC_LOG_LEVEL') ?? 'info',
     tokenKey: readTokenKey(env),
+    installNamespace: read(env, 'SVC_INSTALL_NAMESPACE') ?? 'svc-system',
     trustedProxyCidrs: cidrs ? cidrs.split(',').map(parseCidr) : [],
     database: readDatabase(env),
   };

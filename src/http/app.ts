@@ -5,6 +5,7 @@ import { checkCsrf, type OriginPolicy } from '../auth/csrf.ts';
 import type { PasswordHasher } from '../auth/passwords.ts';
 import { createRateLimiter } from '../auth/rate-limit.ts';
 import type { AuthService } from '../auth/service.ts';
+import type { SecretStore } from '../cluster/secrets.ts';
 import type { AuthConfig, AuthMode } from '../config/index.ts';
 import type { AppDatabase } from '../db/pools.ts';
 import type { SystemGate } from '../db/system-gate.ts';
@@ -45,6 +46,8 @@ export interface ApiDeps {
   tokens: TokenService;
   /** Tenant-scoped event fan-out for the SSE endpoints (spec §5.7 item 8). */
   events: EventHub;
+  /** Secrets in the install namespace; absent when svc runs without a cluster. */
+  secrets?: SecretStore | undefined;
   now: () => Date;
 }
 

@@ -180,13 +180,25 @@ const MATRIX: Record<string, Row> = {
   'GET /api/mssp/tenants/{A}/incidents': {
     method: 'GET',
     path: () => `/api/mssp/tenants/${tenantA}/incidents`,
-    expect: { platform_admin: 'ok', mssp_admin: 'ok', analyst: 'ok', ...MSSP_DENIED, impersonation: 'ok' },
+    expect: {
+      platform_admin: 'ok',
+      mssp_admin: 'ok',
+      analyst: 'ok',
+      ...MSSP_DENIED,
+      impersonation: 'ok',
+    },
   },
   'POST /api/mssp/tenants/{A}/reviews/{missing}:approve': {
     method: 'POST',
     path: () => `/api/mssp/tenants/${tenantA}/reviews/00000000-0000-4000-8000-000000000000:approve`,
     body: () => ({ note: 'matrix' }),
-    expect: { platform_admin: 404, mssp_admin: 404, analyst: 404, ...MSSP_DENIED, impersonation: 404 },
+    expect: {
+      platform_admin: 404,
+      mssp_admin: 404,
+      analyst: 404,
+      ...MSSP_DENIED,
+      impersonation: 404,
+    },
   },
   'POST /api/mssp/users/{analyst}/password/reset': {
     method: 'POST',

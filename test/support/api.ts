@@ -12,6 +12,7 @@ import {
 } from '../../src/auth/passwords.ts';
 import { createAuthService } from '../../src/auth/service.ts';
 import { setPassword } from '../../src/auth/users.ts';
+import type { SecretStore } from '../../src/cluster/secrets.ts';
 import { type AuthConfig, type AuthMode, loadConfig } from '../../src/config/index.ts';
 import type { AppDatabase } from '../../src/db/pools.ts';
 import { createSystemGate } from '../../src/db/system-gate.ts';
@@ -54,6 +55,8 @@ export interface TestApiOptions {
   trustedProxyCidrs?: string[];
   origins?: OriginPolicy;
   hash?: { concurrency?: number; queue?: number; params?: HashParams };
+  /** Secrets in an install namespace of the test cluster, for tenant creation. */
+  secrets?: SecretStore;
 }
 
 /** Counts transactions without changing them: the database underneath stays real. */
@@ -121,6 +124,7 @@ export async function startTestApi(
       now: clock.now,
       tokens,
       events,
+      secrets: options.secrets,
       service: createAuthService({ db, hasher, now: clock.now, authMode: mode }),
     },
   });

@@ -120,4 +120,19 @@ export const TENANT_ROW_FIXTURES: Record<string, Inserter> = {
       [t, `viewer-${randomUUID().slice(0, 8)}@customer.test`],
     );
   },
+  adapter_credentials: async (tx, t) => {
+    await tx.query(
+      `INSERT INTO adapter_credentials (tenant_id, credential_hash) VALUES ($1, $2)
+       ON CONFLICT (tenant_id) DO UPDATE SET credential_hash = excluded.credential_hash`,
+      [t, randomUUID().replaceAll('-', '').repeat(2)],
+    );
+  },
+  adapter_heartbeats: async (tx, t) => {
+    await tx.query(
+      `INSERT INTO adapter_heartbeats (tenant_id, first_seen_at, last_seen_at, adapter_version)
+       VALUES ($1, now(), now(), '1.0.0')
+       ON CONFLICT (tenant_id) DO UPDATE SET last_seen_at = excluded.last_seen_at`,
+      [t],
+    );
+  },
 };

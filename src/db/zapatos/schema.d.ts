@@ -23,6 +23,352 @@ declare module 'zapatos/schema' {
   /* --- tables --- */
 
   /**
+   * **adapter_credentials**
+   * - Table in database
+   */
+  export namespace adapter_credentials {
+    export type Table = 'adapter_credentials';
+    export interface Selectable {
+      /**
+      * **adapter_credentials.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at: Date;
+      /**
+      * **adapter_credentials.credential_hash**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      credential_hash: string;
+      /**
+      * **adapter_credentials.last_used_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      last_used_at: Date | null;
+      /**
+      * **adapter_credentials.rotated_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      rotated_at: Date | null;
+      /**
+      * **adapter_credentials.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+    }
+    export interface JSONSelectable {
+      /**
+      * **adapter_credentials.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at: db.TimestampTzString;
+      /**
+      * **adapter_credentials.credential_hash**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      credential_hash: string;
+      /**
+      * **adapter_credentials.last_used_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      last_used_at: db.TimestampTzString | null;
+      /**
+      * **adapter_credentials.rotated_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      rotated_at: db.TimestampTzString | null;
+      /**
+      * **adapter_credentials.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+    }
+    export interface Whereable {
+      /**
+      * **adapter_credentials.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **adapter_credentials.credential_hash**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      credential_hash?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **adapter_credentials.last_used_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      last_used_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **adapter_credentials.rotated_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      rotated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **adapter_credentials.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+    }
+    export interface Insertable {
+      /**
+      * **adapter_credentials.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment;
+      /**
+      * **adapter_credentials.credential_hash**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      credential_hash: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **adapter_credentials.last_used_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      last_used_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **adapter_credentials.rotated_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      rotated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **adapter_credentials.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string | db.Parameter<string> | db.SQLFragment;
+    }
+    export interface Updatable {
+      /**
+      * **adapter_credentials.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **adapter_credentials.credential_hash**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      credential_hash?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **adapter_credentials.last_used_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      last_used_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **adapter_credentials.rotated_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      rotated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **adapter_credentials.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+    }
+    export type UniqueIndex = 'adapter_credentials_pkey';
+    export type Column = keyof Selectable;
+    export type OnlyCols<T extends readonly Column[]> = Pick<Selectable, T[number]>;
+    export type SQLExpression = Table | db.ColumnNames<Updatable | (keyof Updatable)[]> | db.ColumnValues<Updatable> | Whereable | Column | db.ParentColumn | db.GenericSQLExpression;
+    export type SQL = SQLExpression | SQLExpression[];
+  }
+
+  /**
+   * **adapter_heartbeats**
+   * - Table in database
+   */
+  export namespace adapter_heartbeats {
+    export type Table = 'adapter_heartbeats';
+    export interface Selectable {
+      /**
+      * **adapter_heartbeats.adapter_version**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      adapter_version: string;
+      /**
+      * **adapter_heartbeats.first_seen_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      first_seen_at: Date;
+      /**
+      * **adapter_heartbeats.last_seen_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      last_seen_at: Date;
+      /**
+      * **adapter_heartbeats.status**
+      * - `jsonb` in database
+      * - `NOT NULL`, default: `'{}'::jsonb`
+      */
+      status: db.JSONValue;
+      /**
+      * **adapter_heartbeats.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+    }
+    export interface JSONSelectable {
+      /**
+      * **adapter_heartbeats.adapter_version**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      adapter_version: string;
+      /**
+      * **adapter_heartbeats.first_seen_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      first_seen_at: db.TimestampTzString;
+      /**
+      * **adapter_heartbeats.last_seen_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      last_seen_at: db.TimestampTzString;
+      /**
+      * **adapter_heartbeats.status**
+      * - `jsonb` in database
+      * - `NOT NULL`, default: `'{}'::jsonb`
+      */
+      status: db.JSONValue;
+      /**
+      * **adapter_heartbeats.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+    }
+    export interface Whereable {
+      /**
+      * **adapter_heartbeats.adapter_version**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      adapter_version?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **adapter_heartbeats.first_seen_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      first_seen_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **adapter_heartbeats.last_seen_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      last_seen_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **adapter_heartbeats.status**
+      * - `jsonb` in database
+      * - `NOT NULL`, default: `'{}'::jsonb`
+      */
+      status?: db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **adapter_heartbeats.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+    }
+    export interface Insertable {
+      /**
+      * **adapter_heartbeats.adapter_version**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      adapter_version: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **adapter_heartbeats.first_seen_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      first_seen_at: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment;
+      /**
+      * **adapter_heartbeats.last_seen_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      last_seen_at: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment;
+      /**
+      * **adapter_heartbeats.status**
+      * - `jsonb` in database
+      * - `NOT NULL`, default: `'{}'::jsonb`
+      */
+      status?: db.JSONValue | db.Parameter<db.JSONValue> | db.DefaultType | db.SQLFragment;
+      /**
+      * **adapter_heartbeats.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string | db.Parameter<string> | db.SQLFragment;
+    }
+    export interface Updatable {
+      /**
+      * **adapter_heartbeats.adapter_version**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      adapter_version?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **adapter_heartbeats.first_seen_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      first_seen_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment>;
+      /**
+      * **adapter_heartbeats.last_seen_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      last_seen_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment>;
+      /**
+      * **adapter_heartbeats.status**
+      * - `jsonb` in database
+      * - `NOT NULL`, default: `'{}'::jsonb`
+      */
+      status?: db.JSONValue | db.Parameter<db.JSONValue> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, db.JSONValue | db.Parameter<db.JSONValue> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **adapter_heartbeats.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+    }
+    export type UniqueIndex = 'adapter_heartbeats_pkey';
+    export type Column = keyof Selectable;
+    export type OnlyCols<T extends readonly Column[]> = Pick<Selectable, T[number]>;
+    export type SQLExpression = Table | db.ColumnNames<Updatable | (keyof Updatable)[]> | db.ColumnValues<Updatable> | Whereable | Column | db.ParentColumn | db.GenericSQLExpression;
+    export type SQL = SQLExpression | SQLExpression[];
+  }
+
+  /**
    * **analyzer_stats**
    * - Table in database
    */
@@ -5561,20 +5907,20 @@ declare module 'zapatos/schema' {
   /* --- aggregate types --- */
 
   export namespace public {  
-    export type Table = analyzer_stats.Table | audit_log.Table | branding_configs.Table | chart_compatibility.Table | events.Table | install_settings.Table | integration_configs.Table | investigations.Table | ioc_stats.Table | metrics_hourly.Table | organization.Table | password_credentials.Table | pending_reviews.Table | releases.Table | rule_stats.Table | sessions.Table | tenant_lifecycle_events.Table | tenant_secrets.Table | tenants.Table | users.Table;
-    export type Selectable = analyzer_stats.Selectable | audit_log.Selectable | branding_configs.Selectable | chart_compatibility.Selectable | events.Selectable | install_settings.Selectable | integration_configs.Selectable | investigations.Selectable | ioc_stats.Selectable | metrics_hourly.Selectable | organization.Selectable | password_credentials.Selectable | pending_reviews.Selectable | releases.Selectable | rule_stats.Selectable | sessions.Selectable | tenant_lifecycle_events.Selectable | tenant_secrets.Selectable | tenants.Selectable | users.Selectable;
-    export type JSONSelectable = analyzer_stats.JSONSelectable | audit_log.JSONSelectable | branding_configs.JSONSelectable | chart_compatibility.JSONSelectable | events.JSONSelectable | install_settings.JSONSelectable | integration_configs.JSONSelectable | investigations.JSONSelectable | ioc_stats.JSONSelectable | metrics_hourly.JSONSelectable | organization.JSONSelectable | password_credentials.JSONSelectable | pending_reviews.JSONSelectable | releases.JSONSelectable | rule_stats.JSONSelectable | sessions.JSONSelectable | tenant_lifecycle_events.JSONSelectable | tenant_secrets.JSONSelectable | tenants.JSONSelectable | users.JSONSelectable;
-    export type Whereable = analyzer_stats.Whereable | audit_log.Whereable | branding_configs.Whereable | chart_compatibility.Whereable | events.Whereable | install_settings.Whereable | integration_configs.Whereable | investigations.Whereable | ioc_stats.Whereable | metrics_hourly.Whereable | organization.Whereable | password_credentials.Whereable | pending_reviews.Whereable | releases.Whereable | rule_stats.Whereable | sessions.Whereable | tenant_lifecycle_events.Whereable | tenant_secrets.Whereable | tenants.Whereable | users.Whereable;
-    export type Insertable = analyzer_stats.Insertable | audit_log.Insertable | branding_configs.Insertable | chart_compatibility.Insertable | events.Insertable | install_settings.Insertable | integration_configs.Insertable | investigations.Insertable | ioc_stats.Insertable | metrics_hourly.Insertable | organization.Insertable | password_credentials.Insertable | pending_reviews.Insertable | releases.Insertable | rule_stats.Insertable | sessions.Insertable | tenant_lifecycle_events.Insertable | tenant_secrets.Insertable | tenants.Insertable | users.Insertable;
-    export type Updatable = analyzer_stats.Updatable | audit_log.Updatable | branding_configs.Updatable | chart_compatibility.Updatable | events.Updatable | install_settings.Updatable | integration_configs.Updatable | investigations.Updatable | ioc_stats.Updatable | metrics_hourly.Updatable | organization.Updatable | password_credentials.Updatable | pending_reviews.Updatable | releases.Updatable | rule_stats.Updatable | sessions.Updatable | tenant_lifecycle_events.Updatable | tenant_secrets.Updatable | tenants.Updatable | users.Updatable;
-    export type UniqueIndex = analyzer_stats.UniqueIndex | audit_log.UniqueIndex | branding_configs.UniqueIndex | chart_compatibility.UniqueIndex | events.UniqueIndex | install_settings.UniqueIndex | integration_configs.UniqueIndex | investigations.UniqueIndex | ioc_stats.UniqueIndex | metrics_hourly.UniqueIndex | organization.UniqueIndex | password_credentials.UniqueIndex | pending_reviews.UniqueIndex | releases.UniqueIndex | rule_stats.UniqueIndex | sessions.UniqueIndex | tenant_lifecycle_events.UniqueIndex | tenant_secrets.UniqueIndex | tenants.UniqueIndex | users.UniqueIndex;
-    export type Column = analyzer_stats.Column | audit_log.Column | branding_configs.Column | chart_compatibility.Column | events.Column | install_settings.Column | integration_configs.Column | investigations.Column | ioc_stats.Column | metrics_hourly.Column | organization.Column | password_credentials.Column | pending_reviews.Column | releases.Column | rule_stats.Column | sessions.Column | tenant_lifecycle_events.Column | tenant_secrets.Column | tenants.Column | users.Column;
+    export type Table = adapter_credentials.Table | adapter_heartbeats.Table | analyzer_stats.Table | audit_log.Table | branding_configs.Table | chart_compatibility.Table | events.Table | install_settings.Table | integration_configs.Table | investigations.Table | ioc_stats.Table | metrics_hourly.Table | organization.Table | password_credentials.Table | pending_reviews.Table | releases.Table | rule_stats.Table | sessions.Table | tenant_lifecycle_events.Table | tenant_secrets.Table | tenants.Table | users.Table;
+    export type Selectable = adapter_credentials.Selectable | adapter_heartbeats.Selectable | analyzer_stats.Selectable | audit_log.Selectable | branding_configs.Selectable | chart_compatibility.Selectable | events.Selectable | install_settings.Selectable | integration_configs.Selectable | investigations.Selectable | ioc_stats.Selectable | metrics_hourly.Selectable | organization.Selectable | password_credentials.Selectable | pending_reviews.Selectable | releases.Selectable | rule_stats.Selectable | sessions.Selectable | tenant_lifecycle_events.Selectable | tenant_secrets.Selectable | tenants.Selectable | users.Selectable;
+    export type JSONSelectable = adapter_credentials.JSONSelectable | adapter_heartbeats.JSONSelectable | analyzer_stats.JSONSelectable | audit_log.JSONSelectable | branding_configs.JSONSelectable | chart_compatibility.JSONSelectable | events.JSONSelectable | install_settings.JSONSelectable | integration_configs.JSONSelectable | investigations.JSONSelectable | ioc_stats.JSONSelectable | metrics_hourly.JSONSelectable | organization.JSONSelectable | password_credentials.JSONSelectable | pending_reviews.JSONSelectable | releases.JSONSelectable | rule_stats.JSONSelectable | sessions.JSONSelectable | tenant_lifecycle_events.JSONSelectable | tenant_secrets.JSONSelectable | tenants.JSONSelectable | users.JSONSelectable;
+    export type Whereable = adapter_credentials.Whereable | adapter_heartbeats.Whereable | analyzer_stats.Whereable | audit_log.Whereable | branding_configs.Whereable | chart_compatibility.Whereable | events.Whereable | install_settings.Whereable | integration_configs.Whereable | investigations.Whereable | ioc_stats.Whereable | metrics_hourly.Whereable | organization.Whereable | password_credentials.Whereable | pending_reviews.Whereable | releases.Whereable | rule_stats.Whereable | sessions.Whereable | tenant_lifecycle_events.Whereable | tenant_secrets.Whereable | tenants.Whereable | users.Whereable;
+    export type Insertable = adapter_credentials.Insertable | adapter_heartbeats.Insertable | analyzer_stats.Insertable | audit_log.Insertable | branding_configs.Insertable | chart_compatibility.Insertable | events.Insertable | install_settings.Insertable | integration_configs.Insertable | investigations.Insertable | ioc_stats.Insertable | metrics_hourly.Insertable | organization.Insertable | password_credentials.Insertable | pending_reviews.Insertable | releases.Insertable | rule_stats.Insertable | sessions.Insertable | tenant_lifecycle_events.Insertable | tenant_secrets.Insertable | tenants.Insertable | users.Insertable;
+    export type Updatable = adapter_credentials.Updatable | adapter_heartbeats.Updatable | analyzer_stats.Updatable | audit_log.Updatable | branding_configs.Updatable | chart_compatibility.Updatable | events.Updatable | install_settings.Updatable | integration_configs.Updatable | investigations.Updatable | ioc_stats.Updatable | metrics_hourly.Updatable | organization.Updatable | password_credentials.Updatable | pending_reviews.Updatable | releases.Updatable | rule_stats.Updatable | sessions.Updatable | tenant_lifecycle_events.Updatable | tenant_secrets.Updatable | tenants.Updatable | users.Updatable;
+    export type UniqueIndex = adapter_credentials.UniqueIndex | adapter_heartbeats.UniqueIndex | analyzer_stats.UniqueIndex | audit_log.UniqueIndex | branding_configs.UniqueIndex | chart_compatibility.UniqueIndex | events.UniqueIndex | install_settings.UniqueIndex | integration_configs.UniqueIndex | investigations.UniqueIndex | ioc_stats.UniqueIndex | metrics_hourly.UniqueIndex | organization.UniqueIndex | password_credentials.UniqueIndex | pending_reviews.UniqueIndex | releases.UniqueIndex | rule_stats.UniqueIndex | sessions.UniqueIndex | tenant_lifecycle_events.UniqueIndex | tenant_secrets.UniqueIndex | tenants.UniqueIndex | users.UniqueIndex;
+    export type Column = adapter_credentials.Column | adapter_heartbeats.Column | analyzer_stats.Column | audit_log.Column | branding_configs.Column | chart_compatibility.Column | events.Column | install_settings.Column | integration_configs.Column | investigations.Column | ioc_stats.Column | metrics_hourly.Column | organization.Column | password_credentials.Column | pending_reviews.Column | releases.Column | rule_stats.Column | sessions.Column | tenant_lifecycle_events.Column | tenant_secrets.Column | tenants.Column | users.Column;
   
-    export type AllBaseTables = [analyzer_stats.Table, audit_log.Table, branding_configs.Table, chart_compatibility.Table, events.Table, install_settings.Table, integration_configs.Table, investigations.Table, ioc_stats.Table, metrics_hourly.Table, organization.Table, password_credentials.Table, pending_reviews.Table, releases.Table, rule_stats.Table, sessions.Table, tenant_lifecycle_events.Table, tenant_secrets.Table, tenants.Table, users.Table];
+    export type AllBaseTables = [adapter_credentials.Table, adapter_heartbeats.Table, analyzer_stats.Table, audit_log.Table, branding_configs.Table, chart_compatibility.Table, events.Table, install_settings.Table, integration_configs.Table, investigations.Table, ioc_stats.Table, metrics_hourly.Table, organization.Table, password_credentials.Table, pending_reviews.Table, releases.Table, rule_stats.Table, sessions.Table, tenant_lifecycle_events.Table, tenant_secrets.Table, tenants.Table, users.Table];
     export type AllForeignTables = [];
     export type AllViews = [];
     export type AllMaterializedViews = [];
-    export type AllTablesAndViews = [analyzer_stats.Table, audit_log.Table, branding_configs.Table, chart_compatibility.Table, events.Table, install_settings.Table, integration_configs.Table, investigations.Table, ioc_stats.Table, metrics_hourly.Table, organization.Table, password_credentials.Table, pending_reviews.Table, releases.Table, rule_stats.Table, sessions.Table, tenant_lifecycle_events.Table, tenant_secrets.Table, tenants.Table, users.Table];
+    export type AllTablesAndViews = [adapter_credentials.Table, adapter_heartbeats.Table, analyzer_stats.Table, audit_log.Table, branding_configs.Table, chart_compatibility.Table, events.Table, install_settings.Table, integration_configs.Table, investigations.Table, ioc_stats.Table, metrics_hourly.Table, organization.Table, password_credentials.Table, pending_reviews.Table, releases.Table, rule_stats.Table, sessions.Table, tenant_lifecycle_events.Table, tenant_secrets.Table, tenants.Table, users.Table];
   }
 
 
@@ -5602,6 +5948,8 @@ declare module 'zapatos/schema' {
   /* === lookups === */
 
   export type SelectableForTable<T extends Table> = {
+    "adapter_credentials": adapter_credentials.Selectable;
+    "adapter_heartbeats": adapter_heartbeats.Selectable;
     "analyzer_stats": analyzer_stats.Selectable;
     "audit_log": audit_log.Selectable;
     "branding_configs": branding_configs.Selectable;
@@ -5625,6 +5973,8 @@ declare module 'zapatos/schema' {
   }[T];
 
   export type JSONSelectableForTable<T extends Table> = {
+    "adapter_credentials": adapter_credentials.JSONSelectable;
+    "adapter_heartbeats": adapter_heartbeats.JSONSelectable;
     "analyzer_stats": analyzer_stats.JSONSelectable;
     "audit_log": audit_log.JSONSelectable;
     "branding_configs": branding_configs.JSONSelectable;
@@ -5648,6 +5998,8 @@ declare module 'zapatos/schema' {
   }[T];
 
   export type WhereableForTable<T extends Table> = {
+    "adapter_credentials": adapter_credentials.Whereable;
+    "adapter_heartbeats": adapter_heartbeats.Whereable;
     "analyzer_stats": analyzer_stats.Whereable;
     "audit_log": audit_log.Whereable;
     "branding_configs": branding_configs.Whereable;
@@ -5671,6 +6023,8 @@ declare module 'zapatos/schema' {
   }[T];
 
   export type InsertableForTable<T extends Table> = {
+    "adapter_credentials": adapter_credentials.Insertable;
+    "adapter_heartbeats": adapter_heartbeats.Insertable;
     "analyzer_stats": analyzer_stats.Insertable;
     "audit_log": audit_log.Insertable;
     "branding_configs": branding_configs.Insertable;
@@ -5694,6 +6048,8 @@ declare module 'zapatos/schema' {
   }[T];
 
   export type UpdatableForTable<T extends Table> = {
+    "adapter_credentials": adapter_credentials.Updatable;
+    "adapter_heartbeats": adapter_heartbeats.Updatable;
     "analyzer_stats": analyzer_stats.Updatable;
     "audit_log": audit_log.Updatable;
     "branding_configs": branding_configs.Updatable;
@@ -5717,6 +6073,8 @@ declare module 'zapatos/schema' {
   }[T];
 
   export type UniqueIndexForTable<T extends Table> = {
+    "adapter_credentials": adapter_credentials.UniqueIndex;
+    "adapter_heartbeats": adapter_heartbeats.UniqueIndex;
     "analyzer_stats": analyzer_stats.UniqueIndex;
     "audit_log": audit_log.UniqueIndex;
     "branding_configs": branding_configs.UniqueIndex;
@@ -5740,6 +6098,8 @@ declare module 'zapatos/schema' {
   }[T];
 
   export type ColumnForTable<T extends Table> = {
+    "adapter_credentials": adapter_credentials.Column;
+    "adapter_heartbeats": adapter_heartbeats.Column;
     "analyzer_stats": analyzer_stats.Column;
     "audit_log": audit_log.Column;
     "branding_configs": branding_configs.Column;
@@ -5763,6 +6123,8 @@ declare module 'zapatos/schema' {
   }[T];
 
   export type SQLForTable<T extends Table> = {
+    "adapter_credentials": adapter_credentials.SQL;
+    "adapter_heartbeats": adapter_heartbeats.SQL;
     "analyzer_stats": analyzer_stats.SQL;
     "audit_log": audit_log.SQL;
     "branding_configs": branding_configs.SQL;

@@ -1,7 +1,7 @@
 import type { Identity } from '../../auth/identity.ts';
 import type { Transaction } from '../../db/tenant-context.ts';
 import type { ApiDeps } from '../app.ts';
-import { decodeCursor, page } from '../pagination.ts';
+import { decodeCursor, SORT_KEY_FORMAT, toPage } from '../cursor.ts';
 
 export interface AuditFilters {
   tenant_id?: string | undefined;
@@ -27,14 +27,16 @@ interface AuditRow {
   acting_as: string | null;
   request_id: string | null;
   details: Record<string, unknown>;
+  sort_key: string;
 }
 
 /** Rows carry no schema change between export and page, so one statement serves both. */
 async function select(tx: Transaction, f: AuditFilters, limit: number): Promise<AuditRow[]> {
-  const after = decodeCursor(f.cursor);
+  const after = decodeCursor('mssp-audit', f.cursor);
   const { rows } = await tx.query<AuditRow>(
     `SELECT id, "timestamp", tenant_id, actor_principal, actor_id, action, resource_type,
-            resource_id, before, after, acting_as, request_id, details
+            resource_id, before, after, acting_as, request_id, details,
+            to_char("timestamp" AT TIME ZONE 'UTC', '${SORT_KEY_FORMAT}') AS sort_key
        FROM audit_log
       WHERE ($1::uuid IS NULL OR tenant_id = $1)
         AND ($2::text IS NULL OR action = $2)
@@ -67,13 +69,13 @@ function run<T>(api: ApiDeps, identity: Identity, fn: (tx: Transaction) => Promi
   return api.system.withSystem('mssp.audit', fn);
 }
 
-const json = (r: AuditRow) => ({ ...r, timestamp: r.timestamp.toISOString() });
+const json = ({ sort_key: _, ...r }: AuditRow) => ({ ...r, timestamp: r.timestamp.toISOString() });
 
 export async function queryAudit(api: ApiDeps, identity: Identity, f: AuditFilters) {
   const limit = f.limit ?? 100;
   const rows = await run(api, identity, (tx) => select(tx, f, limit + 1));
-  const result = page(rows, limit, (r) => ({ at: r.timestamp.toISOString(), id: r.id }));
-  return { items: result.items.map(json), next_cursor: result.next_cursor };
+  const result = toPage('mssp-audit', rows, limit);
+  return { items: result.rows.map(json), next_cursor: result.next_cursor };
 }
 
 /** An export is bounded too: a larger range is exported in several calls with `until`. */

@@ -4,10 +4,11 @@ import { writeAudit } from '../../audit/index.ts';
 import { MSSP_ROLES } from '../../auth/identity.ts';
 import type { Transaction } from '../../db/tenant-context.ts';
 import { streamTenantEvents } from '../../events/index.ts';
+import { createTenant, SlugTakenError } from '../../tenants/create.ts';
 import type { ApiDeps } from '../app.ts';
 import { requireNoImpersonation, requireRole, tenantOfRequest } from '../authenticate.ts';
 import { implement } from '../contract.ts';
-import { decodeCursor, page } from '../pagination.ts';
+import { DEFAULT_LIMIT, decodeCursor, SORT_KEY_FORMAT, toPage } from '../cursor.ts';
 import { ProblemError } from '../problem.ts';
 import { auditExport, queryAudit } from './audit.ts';
 
@@ -51,25 +52,55 @@ const anyMssp = requireRole(...MSSP_ROLES);
 export function msspRoutes(api: ApiDeps): Hono {
   const app = new Hono();
 
+  implement(app, msspTenantContract.createTenant, [
+    requireRole('platform_admin', 'mssp_admin'),
+    requireNoImpersonation(),
+  ])(async (c, { body }) => {
+    const secrets = api.secrets;
+    if (!secrets) {
+      throw new ProblemError(
+        503,
+        'cluster_unavailable',
+        'svc has no cluster access configured (KUBECONFIG or in-cluster)',
+      );
+    }
+    let created: { id: string };
+    try {
+      created = await createTenant({ db: api.db, secrets }, body, c.get('identity'));
+    } catch (error) {
+      if (error instanceof SlugTakenError) {
+        throw new ProblemError(409, 'slug_taken', `The slug ${body.slug} is already in use`);
+      }
+      throw error;
+    }
+    const tenant = await api.db.withoutTenant((tx) => findTenant(tx, created.id));
+    return { status: 201, body: { tenant: tenantJson(tenant) } };
+  });
+
   implement(app, msspTenantContract.listTenants, [anyMssp, requireNoImpersonation()])(
     async (_c, { query }) => {
-      const limit = query.limit ?? 50;
-      const after = decodeCursor(query.cursor);
+      const limit = query.limit ?? DEFAULT_LIMIT;
+      const after = decodeCursor('tenants', query.cursor);
       const rows = await api.db.withoutTenant(async (tx) => {
-        const { rows } = await tx.query<TenantRow>(
-          `SELECT ${TENANT_COLUMNS} FROM tenants
-          WHERE ($1::text IS NULL OR state = $1)
-            AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
-          ORDER BY created_at DESC, id DESC
-          LIMIT $4`,
+        const { rows } = await tx.query<TenantRow & { sort_key: string }>(
+          `SELECT ${TENANT_COLUMNS},
+                  to_char(created_at AT TIME ZONE 'UTC', '${SORT_KEY_FORMAT}') AS sort_key
+             FROM tenants
+            WHERE ($1::text IS NULL OR state = $1)
+              AND ($2::timestamptz IS NULL OR (created_at, id) < ($2, $3::uuid))
+            ORDER BY created_at DESC, id DESC
+            LIMIT $4`,
           [query.state ?? null, after?.at ?? null, after?.id ?? null, limit + 1],
         );
         return rows;
       });
-      const result = page(rows, limit, (t) => ({ at: t.created_at.toISOString(), id: t.id }));
+      const result = toPage('tenants', rows, limit);
       return {
         status: 200,
-        body: { items: result.items.map(tenantJson), next_cursor: result.next_cursor },
+        body: {
+          items: result.rows.map(({ sort_key: _, ...t }) => tenantJson(t)),
+          next_cursor: result.next_cursor,
+        },
       };
     },
   );

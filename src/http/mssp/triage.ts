@@ -8,7 +8,7 @@ import { appendEvent } from '../../events/index.ts';
 import type { ApiDeps } from '../app.ts';
 import { requireRole, tenantOfRequest } from '../authenticate.ts';
 import { implement } from '../contract.ts';
-import { decodeCursor, page } from '../pagination.ts';
+import { DEFAULT_LIMIT, decodeCursor, SORT_KEY_FORMAT, toPage } from '../cursor.ts';
 import { ProblemError } from '../problem.ts';
 
 interface ReviewRow {
@@ -56,8 +56,8 @@ export function triageRoutes(api: ApiDeps): Hono {
 
   implement(app, contract.tenantIncidents, [anyMssp])(async (c, { params, query }) => {
     const tenantId = tenantOfRequest(c, params.tenant_id);
-    const limit = query.limit ?? 50;
-    const after = decodeCursor(query.cursor);
+    const limit = query.limit ?? DEFAULT_LIMIT;
+    const after = decodeCursor('mssp-incidents', query.cursor);
     const rows = await api.db.withTenant(tenantId, async (tx) => {
       await requireTenant(tx, tenantId);
       const { rows } = await tx.query<{
@@ -68,19 +68,22 @@ export function triageRoutes(api: ApiDeps): Hono {
         verdict: string | null;
         opened_at: Date;
         updated_at: Date;
+        sort_key: string;
       }>(
-        `SELECT id, title, status, severity, verdict, opened_at, updated_at FROM investigations
+        `SELECT id, title, status, severity, verdict, opened_at, updated_at,
+                to_char(opened_at AT TIME ZONE 'UTC', '${SORT_KEY_FORMAT}') AS sort_key
+           FROM investigations
           WHERE ($1::timestamptz IS NULL OR (opened_at, id) < ($1, $2::uuid))
           ORDER BY opened_at DESC, id DESC LIMIT $3`,
         [after?.at ?? null, after?.id ?? null, limit + 1],
       );
       return rows;
     });
-    const result = page(rows, limit, (r) => ({ at: r.opened_at.toISOString(), id: r.id }));
+    const result = toPage('mssp-incidents', rows, limit);
     return {
       status: 200,
       body: {
-        items: result.items.map((r) => ({
+        items: result.rows.map(({ sort_key: _, ...r }) => ({
           ...r,
           opened_at: r.opened_at.toISOString(),
           updated_at: r.updated_at.toISOString(),

@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
 import type { AuditEntry, AuditQuery } from '../../../contracts/tenant.ts';
 import type { Transaction } from '../../db/tenant-context.ts';
-import { DEFAULT_LIMIT, type Position, SORT_KEY_FORMAT, toPage } from './cursor.ts';
+import { DEFAULT_LIMIT, type Position, SORT_KEY_FORMAT, toPage } from '../cursor.ts';
 
 type Query = Static<typeof AuditQuery>;
 type AuditBody = Static<typeof AuditEntry>;

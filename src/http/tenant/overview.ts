@@ -10,7 +10,7 @@ type Severity = keyof OverviewBody['open_investigations']['by_severity'];
 interface OverviewRow {
   id: string;
   display_name: string;
-  state: string;
+  state: OverviewBody['tenant']['state'];
   open_counts: { severity: Severity; status: OpenStatus; n: number }[];
   pending_reviews: number;
   events_last_24h: number;

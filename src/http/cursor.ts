@@ -1,8 +1,8 @@
-import { isUuid } from '../../db/tenant-context.ts';
-import { ProblemError } from '../problem.ts';
+import { isUuid } from '../db/tenant-context.ts';
+import { ProblemError } from './problem.ts';
 
 /** The lists that page with a cursor; a cursor of one list is refused by another. */
-export type CursorList = 'incidents' | 'audit';
+export type CursorList = 'incidents' | 'audit' | 'tenants' | 'mssp-audit' | 'mssp-incidents';
 
 /**
  * A keyset position: the last row's sort timestamp, exactly as Postgres renders it with

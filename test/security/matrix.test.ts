@@ -64,7 +64,63 @@ const MSSP_DENIED = {
   expired_session: 401,
 } as const;
 
+const TENANT_ONLY = {
+  platform_admin: 403,
+  mssp_admin: 403,
+  analyst: 403,
+  customer_viewer: 'ok',
+  worker: 401,
+  adapter: 401,
+  anonymous: 401,
+  expired_session: 401,
+  impersonation: 401,
+} as const;
+const SERVICE_ONLY = {
+  platform_admin: 401,
+  mssp_admin: 401,
+  analyst: 401,
+  customer_viewer: 401,
+  anonymous: 401,
+  expired_session: 401,
+  impersonation: 401,
+} as const;
+
 const MATRIX: Record<string, Row> = {
+  'POST /api/mssp/tenants (invalid body)': {
+    method: 'POST',
+    path: () => '/api/mssp/tenants',
+    body: () => ({}),
+    expect: {
+      platform_admin: 400,
+      mssp_admin: 400,
+      analyst: 403,
+      ...MSSP_DENIED,
+      impersonation: 403,
+    },
+  },
+  ...Object.fromEntries(
+    ['overview', 'incidents', 'reports', 'audit', 'branding'].map((name) => [
+      `GET /api/tenant/${name}`,
+      { method: 'GET', path: () => `/api/tenant/${name}`, expect: TENANT_ONLY } satisfies Row,
+    ]),
+  ),
+  'POST /api/internal/adapter/health': {
+    method: 'POST',
+    path: () => '/api/internal/adapter/health',
+    body: () => ({ version: '0.1.0' }),
+    expect: { ...SERVICE_ONLY, adapter: 'ok', worker: 403 },
+  },
+  'GET /api/internal/adapter/config': {
+    method: 'GET',
+    path: () => '/api/internal/adapter/config',
+    expect: { ...SERVICE_ONLY, adapter: 'ok', worker: 403 },
+  },
+  'POST /api/internal/adapter/bootstrap (wrong credential)': {
+    method: 'POST',
+    path: () => '/api/internal/adapter/bootstrap',
+    body: () => ({ tenant_id: tenantA, credential: 'A'.repeat(43) }),
+    expect: { ...SERVICE_ONLY, adapter: 401, worker: 401 },
+  },
   'GET /api/auth/me': {
     method: 'GET',
     path: () => '/api/auth/me',

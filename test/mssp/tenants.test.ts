@@ -171,6 +171,14 @@ test("§9.5.5 impersonation writes an audit row with acting_as and tenant_id tha
       reason: 'triage case 42',
     },
   ]);
+  // …and through the customer's own API, flagged as impersonation.
+  const customer = await signedIn('cv@alpha.test');
+  const seen = await customer.tenant.audit({ query: { action: 'user.impersonate' } });
+  assert.equal(seen.status, 200);
+  if (seen.status === 200) {
+    assert.ok(seen.body.items.length >= 1);
+    assert.ok(seen.body.items.every((r) => r.impersonated && r.acting_as === tenantA));
+  }
   const fromB = await db.app.withTenant(tenantB, (tx) =>
     tx.query(`SELECT 1 FROM audit_log WHERE action = 'user.impersonate'`),
   );

@@ -3,7 +3,13 @@ import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
 import { appendEvent } from '../../src/events/index.ts';
-import { problemCode, seedUser, startTestApi, type TestApi } from '../support/api.ts';
+import {
+  impersonating,
+  problemCode,
+  seedUser,
+  startTestApi,
+  type TestApi,
+} from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant, TENANT_ROW_FIXTURES } from '../support/fixtures.ts';
 
@@ -187,17 +193,7 @@ test("§9.5.5 impersonation writes an audit row with acting_as and tenant_id tha
 
 test('§5.2 an impersonation token acts for its one tenant only', async () => {
   const analyst = await signedIn('an@mssp.test');
-  const minted = await analyst.mssp.impersonate({
-    params: { tenant_id: tenantA },
-    body: { reason: 'look around' },
-  });
-  assert.equal(minted.status, 200);
-  if (minted.status !== 200) return;
-  const asA = createSvcClient({
-    baseUrl: api.url,
-    headers: { origin: api.origin, authorization: `Bearer ${minted.body.token}` },
-    cookies: false,
-  });
+  const asA = await impersonating(api, analyst, tenantA, 'look around');
   assert.equal((await asA.mssp.getTenant({ params: { tenant_id: tenantA } })).status, 200);
   for (const res of [
     await asA.mssp.getTenant({ params: { tenant_id: tenantB } }),

@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
-import { problemCode, seedUser, startTestApi, type TestApi } from '../support/api.ts';
+import {
+  impersonating,
+  problemCode,
+  seedUser,
+  startTestApi,
+  type TestApi,
+} from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant, TENANT_ROW_FIXTURES } from '../support/fixtures.ts';
 
@@ -117,17 +123,7 @@ test("§9.5.5 a review of tenant B cannot be decided through tenant A's path", a
 });
 
 test('§5.2 with an impersonation token for A, decisions carry acting_as; B is out of reach', async () => {
-  const minted = await analyst.mssp.impersonate({
-    params: { tenant_id: tenantA },
-    body: { reason: 'queue duty' },
-  });
-  assert.equal(minted.status, 200);
-  if (minted.status !== 200) return;
-  const asA = createSvcClient({
-    baseUrl: api.url,
-    headers: { origin: api.origin, authorization: `Bearer ${minted.body.token}` },
-    cookies: false,
-  });
+  const asA = await impersonating(api, analyst, tenantA, 'queue duty');
   const reviewId = await reviewOf(tenantA);
   const res = await asA.mssp.rejectReview({
     params: { tenant_id: tenantA, review_id: reviewId },

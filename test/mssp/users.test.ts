@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
-import { problemCode, seedUser, startTestApi, type TestApi } from '../support/api.ts';
+import {
+  impersonating,
+  problemCode,
+  seedUser,
+  startTestApi,
+  type TestApi,
+} from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
 
@@ -151,17 +157,7 @@ test('§5.8 analysts cannot manage tenant users; an impersonation token for A ca
     'forbidden',
   );
   const ma = await signedIn('ma@mssp.test');
-  const minted = await ma.mssp.impersonate({
-    params: { tenant_id: tenantA },
-    body: { reason: 'user admin' },
-  });
-  assert.equal(minted.status, 200);
-  if (minted.status !== 200) return;
-  const asA = createSvcClient({
-    baseUrl: api.url,
-    headers: { origin: api.origin, authorization: `Bearer ${minted.body.token}` },
-    cookies: false,
-  });
+  const asA = await impersonating(api, ma, tenantA, 'user admin');
   assert.equal((await asA.mssp.listTenantUsers({ params: { tenant_id: tenantA } })).status, 200);
   const b = await asA.mssp.createTenantUser({
     params: { tenant_id: tenantB },

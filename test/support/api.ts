@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { serve } from '@hono/node-server';
+import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
 import { createOriginPolicy, type OriginPolicy } from '../../src/auth/csrf.ts';
 import type { Role } from '../../src/auth/identity.ts';
 import {
@@ -229,4 +230,26 @@ export function client(api: TestApi, extraHeaders: Record<string, string> = {}) 
 export function problemCode(res: { body: unknown }): string | undefined {
   const body = res.body as { code?: unknown } | undefined;
   return typeof body?.code === 'string' ? body.code : undefined;
+}
+
+/**
+ * Mints an impersonation token through the API as `staff` and returns an SDK client that
+ * acts with it (no cookies), as a console would after "enter tenant".
+ */
+export async function impersonating(
+  api: TestApi,
+  staff: SvcClient,
+  tenantId: string,
+  reason: string,
+): Promise<SvcClient> {
+  const minted = await staff.mssp.impersonate({
+    params: { tenant_id: tenantId },
+    body: { reason },
+  });
+  if (minted.status !== 200) throw new Error(`impersonation refused: ${minted.status}`);
+  return createSvcClient({
+    baseUrl: api.url,
+    headers: { origin: api.origin, authorization: `Bearer ${minted.body.token}` },
+    cookies: false,
+  });
 }

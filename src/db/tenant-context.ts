@@ -14,6 +14,14 @@ export async function inTransaction<T>(
   fn: (tx: Transaction) => Promise<T>,
 ): Promise<T> {
   const client = await pool.connect();
+  // pg-pool listens for errors only on idle clients; a connection that dies while checked
+  // out (server restart, terminated backend) would otherwise emit an unhandled 'error' and
+  // crash the process. The failing query rejects on its own; the broken client is discarded.
+  let broken: Error | undefined;
+  const onError = (error: Error) => {
+    broken = error;
+  };
+  client.on('error', onError);
   try {
     await client.query('BEGIN');
     const result = await fn(client);
@@ -23,7 +31,8 @@ export async function inTransaction<T>(
     await client.query('ROLLBACK').catch(() => undefined);
     throw error;
   } finally {
-    client.release();
+    client.off('error', onError);
+    client.release(broken);
   }
 }
 

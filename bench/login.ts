@@ -21,7 +21,6 @@ import { generateKeyPairSync } from 'node:crypto';
  *   npm run bench:login -- --duration 10 --concurrency 16 --burst 200 --users 16 --rounds 2
  *   BENCH_DURATION=… BENCH_CONCURRENCY=… BENCH_BURST=… BENCH_USERS=… BENCH_ROUNDS=…
  */
-import { readFile, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
@@ -39,13 +38,14 @@ import { createAuthService } from '../src/auth/service.ts';
 import { setPassword } from '../src/auth/users.ts';
 import { type AuthConfig, loadConfig } from '../src/config/index.ts';
 import { type AppDatabase, createAppDatabase } from '../src/db/pools.ts';
-import { type ScratchDatabase, startScratchDatabase } from '../src/db/scratch.ts';
+import type { ScratchDatabase } from '../src/db/scratch.ts';
 import type { SystemGate } from '../src/db/system-gate.ts';
 import type { DatabaseTarget } from '../src/db/target.ts';
 import { createEventHub } from '../src/events/index.ts';
 import { createApp } from '../src/http/app.ts';
 import { createLogger } from '../src/log/index.ts';
 import { createTokenService, signingKeyFromPem } from '../src/tokens/index.ts';
+import { readKernelPeak, resetKernelPeak, runOnScratchDatabase } from './harness.ts';
 
 const TARGET_RATIO = 0.85;
 const MIB = 1024 * 1024;
@@ -288,30 +288,6 @@ function pickUser(users: Credentials[], index: number): Credentials {
 
 // --- Memory -----------------------------------------------------------------------------
 
-/**
- * The kernel's own high-water mark (VmHWM) catches spikes between two 10 ms samples. Writing
- * 5 to clear_refs resets it (Linux >= 4.0), so it covers only the burst. Elsewhere, or when
- * refused, the sampled peak is all there is.
- */
-async function resetKernelPeak(): Promise<boolean> {
-  try {
-    await writeFile('/proc/self/clear_refs', '5');
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function readKernelPeak(): Promise<number | undefined> {
-  try {
-    const status = await readFile('/proc/self/status', 'utf8');
-    const kib = /^VmHWM:\s+(\d+) kB$/m.exec(status)?.[1];
-    return kib === undefined ? undefined : Number(kib) * 1024;
-  } catch {
-    return undefined;
-  }
-}
-
 interface BurstResult {
   baseline: number;
   sampledPeak: number;
@@ -459,25 +435,4 @@ async function benchmark(scratch: ScratchDatabase, options: Options): Promise<vo
   }
 }
 
-async function main(): Promise<void> {
-  const options = parseOptions();
-  const scratch = await startScratchDatabase();
-  // Ctrl-C must not leave a postgres running in a temp directory.
-  const stopOnSignal = () => {
-    scratch.stop().finally(() => process.exit(130));
-  };
-  process.once('SIGINT', stopOnSignal);
-  process.once('SIGTERM', stopOnSignal);
-  try {
-    await benchmark(scratch, options);
-  } finally {
-    process.off('SIGINT', stopOnSignal);
-    process.off('SIGTERM', stopOnSignal);
-    await scratch.stop();
-  }
-}
-
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exitCode = 1;
-});
+runOnScratchDatabase((scratch) => benchmark(scratch, parseOptions()));

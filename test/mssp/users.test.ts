@@ -176,3 +176,32 @@ test('§5.8 analysts cannot manage tenant users; an impersonation token for A ca
   );
   assert.deepEqual(row.rows, [{ acting_as: tenantA }]);
 });
+
+test('§4.2 bad tenant-user input is refused and writes nothing', async () => {
+  const ma = await signedIn('ma@mssp.test');
+  const before = await db.pools.mssp.query('SELECT count(*)::int AS n FROM users');
+  const cases = [
+    await ma.mssp.createTenantUser({
+      params: { tenant_id: tenantA },
+      body: { email: 'no-at-sign' },
+    }),
+    await ma.mssp.createTenantUser({
+      params: { tenant_id: tenantA },
+      body: { email: 'cv2@alpha.test', role: 'platform_admin' } as never,
+    }),
+    await ma.mssp.createTenantUser({
+      params: { tenant_id: 'alpha' },
+      body: { email: 'cv3@alpha.test' },
+    }),
+    await ma.mssp.deactivateTenantUser({ params: { tenant_id: tenantA, user_id: 'someone' } }),
+  ];
+  for (const res of cases)
+    assert.deepEqual([res.status, problemCode(res)], [400, 'validation_failed']);
+  const gone = await ma.mssp.createTenantUser({
+    params: { tenant_id: '00000000-0000-4000-8000-000000000000' },
+    body: { email: 'ghost@nowhere.test' },
+  });
+  assert.deepEqual([gone.status, problemCode(gone)], [404, 'tenant_not_found']);
+  const after = await db.pools.mssp.query('SELECT count(*)::int AS n FROM users');
+  assert.deepEqual(after.rows, before.rows);
+});

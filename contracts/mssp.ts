@@ -43,6 +43,18 @@ export const Tenant = Type.Object(
     state: TenantState,
     error_details: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.Null()]),
     config_revision: Type.Integer(),
+    /** The installed tenant package version; null until the first install. */
+    chart_version: Type.Union([Type.String(), Type.Null()]),
+    /** A requested upgrade the orchestrator has not finished yet. */
+    upgrade_target: Type.Union([Type.String(), Type.Null()]),
+    /** Edge-proxy mode only: the tenant's port pair on the shared edge IP (spec §2.9). */
+    edge_ports: Type.Union([
+      Type.Object(
+        { events: Type.Integer(), enrollment: Type.Integer() },
+        { additionalProperties: false },
+      ),
+      Type.Null(),
+    ]),
     created_at: Type.String(),
     updated_at: Type.String(),
     deleted_at: Type.Union([Type.String(), Type.Null()]),
@@ -151,6 +163,49 @@ export const msspTenantContract = {
       200: Type.Object({ tenant: Tenant }, { additionalProperties: false }),
       404: Problem,
       409: Problem,
+    },
+  }),
+  retry: route({
+    method: 'POST',
+    path: '/api/mssp/tenants/{tenant_id}:retry',
+    summary:
+      'Retry the provisioning of a pending tenant whose last attempt failed; resumes after the last completed step',
+    access: 'platform_admin, mssp_admin',
+    params: TenantParams,
+    responses: {
+      202: Type.Object({ tenant: Tenant }, { additionalProperties: false }),
+      404: Problem,
+      409: Problem,
+    },
+  }),
+  upgrade: route({
+    method: 'POST',
+    path: '/api/mssp/tenants/{tenant_id}:upgrade',
+    summary:
+      "Upgrade an active tenant's package: the compatibility matrix decides (blocked and out-of-range refused, deprecated warns)",
+    access: 'platform_admin, mssp_admin',
+    params: TenantParams,
+    body: Type.Object(
+      {
+        tenant_chart_version: Type.String({
+          pattern: '^[0-9]+\\.[0-9]+\\.[0-9]+(-[0-9A-Za-z.-]+)?$',
+          maxLength: 64,
+        }),
+      },
+      { additionalProperties: false },
+    ),
+    responses: {
+      202: Type.Object(
+        {
+          tenant: Tenant,
+          compatibility: Type.Union([Type.Literal('supported'), Type.Literal('deprecated')]),
+          warnings: Type.Array(Type.String()),
+        },
+        { additionalProperties: false },
+      ),
+      404: Problem,
+      409: Problem,
+      422: Problem,
     },
   }),
   impersonate: route({

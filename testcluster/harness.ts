@@ -612,6 +612,10 @@ function kwokArgs(kubeconfig: string, stageDir: string): string[] {
     '--manage-all-nodes=false',
     `--manage-nodes-with-annotation-selector=${kwokNodeAnnotation}=fake`,
     '--node-ip=127.0.0.1',
+    // Without a lease duration kwok never renews the node's Lease: every ~55 s the
+    // controller-manager marks the node NotReady, its pods Ready=False, and kwok never makes a
+    // running pod ready again, so readiness waits fail at random.
+    '--node-lease-duration-seconds=40',
   ];
 }
 

@@ -2,6 +2,7 @@ import type { Static } from 'typebox';
 import type { TenantState as TenantStateSchema } from '../../contracts/mssp.ts';
 import { writeAudit } from '../audit/index.ts';
 import type { Transaction } from '../db/tenant-context.ts';
+import { tryTransition } from '../tenants/lifecycle.ts';
 
 export type TenantState = Static<typeof TenantStateSchema>;
 
@@ -30,26 +31,55 @@ export async function recordHeartbeat(
   tx: Transaction,
   beat: Heartbeat,
 ): Promise<HeartbeatOutcome | undefined> {
-  const activated = await activateIfProvisioning(tx, beat.tenantId);
+  const activated = await activateIfProvisioning(tx, beat);
   const tenantState = activated ? 'active' : await currentState(tx, beat.tenantId);
   if (tenantState === undefined) return undefined;
   await upsertHeartbeat(tx, beat);
   if (activated) await recordActivation(tx, beat);
+  if (tenantState === 'provisioning') await noteEarlyHeartbeat(tx, beat);
   return { tenantState, activated };
 }
 
 /**
- * The state test and the write are one statement: two first heartbeats racing each other
- * both reach it, the second waits for the first's row lock and then re-checks
- * `state = 'provisioning'` against the committed row, so exactly one of them transitions.
+ * A heartbeat that comes before the package is Ready is remembered as a lifecycle step (in the
+ * database's clock, like the state change it is compared with), once per provisioning attempt;
+ * the orchestrator completes the activation when it records readiness.
  */
-async function activateIfProvisioning(tx: Transaction, tenantId: string): Promise<boolean> {
-  const { rowCount } = await tx.query(
-    `UPDATE tenants SET state = 'active', updated_at = now()
-      WHERE id = $1 AND state = 'provisioning'`,
-    [tenantId],
+async function noteEarlyHeartbeat(tx: Transaction, beat: Heartbeat): Promise<void> {
+  await tx.query(
+    `INSERT INTO tenant_lifecycle_events (tenant_id, kind, step, details, actor)
+     SELECT $1, 'step', 'heartbeat_before_ready', $2, 'adapter'
+      WHERE NOT EXISTS (
+        SELECT 1 FROM tenant_lifecycle_events e JOIN tenants t ON t.id = e.tenant_id
+         WHERE e.tenant_id = $1 AND e.step = 'heartbeat_before_ready'
+           AND e.occurred_at >= t.state_changed_at)`,
+    [beat.tenantId, JSON.stringify({ adapter_version: beat.version })],
   );
-  return rowCount === 1;
+}
+
+/**
+ * Spec §3.1 row 3 needs both the heartbeat and a Ready package. Readiness is recorded by the
+ * orchestrator as the `package_ready` step; when the heartbeat comes first, the orchestrator
+ * completes the activation as it records readiness (tenants/provision.ts markReady). The
+ * transition itself is a conditional UPDATE, so two first heartbeats racing each other move
+ * the tenant exactly once.
+ */
+async function activateIfProvisioning(tx: Transaction, beat: Heartbeat): Promise<boolean> {
+  const { rows } = await tx.query<{ ready: boolean }>(
+    `SELECT EXISTS (
+       SELECT 1 FROM tenant_lifecycle_events e JOIN tenants t ON t.id = e.tenant_id
+        WHERE e.tenant_id = $1 AND e.kind = 'step' AND e.step = 'package_ready'
+          AND t.state = 'provisioning' AND e.occurred_at >= t.state_changed_at) AS ready`,
+    [beat.tenantId],
+  );
+  if (!rows[0]?.ready) return false;
+  const moved = await tryTransition(tx, {
+    tenantId: beat.tenantId,
+    trigger: 'adapter_heartbeat',
+    actor: 'adapter',
+    details: { adapter_version: beat.version },
+  });
+  return moved !== undefined;
 }
 
 async function currentState(tx: Transaction, tenantId: string): Promise<TenantState | undefined> {
@@ -74,14 +104,6 @@ async function upsertHeartbeat(tx: Transaction, beat: Heartbeat): Promise<void> 
 }
 
 async function recordActivation(tx: Transaction, beat: Heartbeat): Promise<void> {
-  await tx.query(
-    `INSERT INTO tenant_lifecycle_events (tenant_id, kind, from_state, to_state, actor, details)
-     VALUES ($1, 'transition', 'provisioning', 'active', 'adapter', $2)`,
-    [
-      beat.tenantId,
-      JSON.stringify({ trigger: 'adapter_heartbeat', adapter_version: beat.version }),
-    ],
-  );
   await writeAudit(tx, {
     tenantId: beat.tenantId,
     actorPrincipal: 'Adapter',

@@ -3,6 +3,7 @@ import { ConfigError, loadConfig } from '../config/index.ts';
 import { createLogger } from '../log/index.ts';
 import { runCreateAdmin, runSetPassword } from './auth.ts';
 import { runDbUrl, runMigrate, runPsql } from './database.ts';
+import { runOrchestrator } from './orchestrator.ts';
 import { serve } from './serve.ts';
 
 function configOrExit() {
@@ -31,6 +32,16 @@ program
   .action(async () => {
     const config = configOrExit();
     await serve(config, createLogger(config.logLevel));
+  });
+
+program
+  .command('orchestrator')
+  .description(
+    'Run only the tenant orchestrator (no HTTP); pair with SVC_ORCHESTRATOR=off on svc serve',
+  )
+  .action(async () => {
+    const config = configOrExit();
+    await runOrchestrator(config, createLogger(config.logLevel));
   });
 
 program
@@ -90,6 +101,7 @@ auth
     const config = configOrExit();
     await runCreateAdmin(config, createLogger('warn'), options.email, options.generate);
   });
+
 
 try {
   await program.parseAsync(process.argv);

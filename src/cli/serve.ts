@@ -14,6 +14,7 @@ import { clientConfig } from '../db/target.ts';
 import { createEventHub } from '../events/index.ts';
 import { createApp } from '../http/app.ts';
 import type { Logger } from '../log/index.ts';
+import { startTenancy } from '../tenants/runtime.ts';
 import { createTokenService, loadOrCreateSigningKey, signingKeyFromPem } from '../tokens/index.ts';
 
 /** `svc serve`: database up and migrated, then HTTP until SIGINT/SIGTERM. */
@@ -51,6 +52,22 @@ export async function serve(config: Config, logger: Logger): Promise<void> {
   if (!kubeConfig)
     logger.warn('no cluster access (in-cluster or KUBECONFIG): tenant creation answers 503');
   const secrets = kubeConfig ? createSecretStore(kubeConfig, config.installNamespace) : undefined;
+  const tenancy =
+    kubeConfig && secrets
+      ? await startTenancy({
+          config,
+          target: runtime.target,
+          db,
+          system,
+          tokens,
+          kubeConfig,
+          secrets,
+          logger,
+          now,
+        })
+      : undefined;
+  if (tenancy && !config.orchestrator.enabled)
+    logger.info('SVC_ORCHESTRATOR=off: tenants are provisioned by a separate `svc orchestrator`');
 
   const origins = createOriginPolicy({
     msspHostname: config.auth.msspHostname,
@@ -77,6 +94,7 @@ export async function serve(config: Config, logger: Logger): Promise<void> {
       tokens,
       events,
       secrets,
+      tenancy: tenancy?.api,
       service: createAuthService({ db, hasher, now, authMode: config.authMode }),
     },
   });
@@ -100,12 +118,13 @@ export async function serve(config: Config, logger: Logger): Promise<void> {
     process.once('SIGINT', shutdown);
     process.once('SIGTERM', shutdown);
   });
+  await tenancy?.stop();
   await events.close();
   await Promise.all([db.close(), system.close()]);
   await runtime.stop();
 }
 
-async function signingKey(config: Config) {
+export async function signingKey(config: Config) {
   const source = config.tokenKey;
   if (source.kind === 'pem') return signingKeyFromPem(source.pem, 'SVC_TOKEN_SIGNING_KEY');
   if (source.kind === 'file') {

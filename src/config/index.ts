@@ -68,6 +68,34 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   trustedProxyCidrs: string[];
   database: DatabaseConfig;
+  install: InstallConfig;
+  orchestrator: OrchestratorConfig;
+}
+
+/** Spec §2.9 install.*: written into the organization row; generated once when absent. */
+export interface InstallConfig {
+  msspId: string | undefined;
+  msspName: string;
+  installId: string | undefined;
+  installLabel: string;
+}
+
+export interface OrchestratorConfig {
+  enabled: boolean;
+  concurrency: number;
+  pollMs: number;
+  readinessTimeoutMs: number;
+  decommissionGraceMs: number;
+  retentionMs: number;
+  helmTimeoutMs: number;
+  chartsDir: string | undefined;
+  installVersion: string | undefined;
+  helmBinary: string;
+  adapterImage: { repository: string; tag: string; digest: string };
+  apiUrl: string | undefined;
+  storageClassName: string;
+  edgePortBase: number;
+  defaultLlm: { provider: string; baseUrl: string; model: string };
 }
 
 interface Setting {
@@ -79,6 +107,17 @@ const hostname = Type.String({ pattern: '^[A-Za-z0-9.:\\[\\]-]{1,253}$' });
 const port = Type.Integer({ minimum: 1, maximum: 65535 });
 const headerName = Type.String({ pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$" });
 const cidr = '(?:(?:\\d{1,3}\\.){3}\\d{1,3}/\\d{1,2}|[0-9A-Fa-f:]+/\\d{1,3})';
+
+const duration = Type.String({ pattern: '^[0-9]{1,9}(ms|s|m|h|d)$' });
+const durationExpected = 'a duration such as 500ms, 30s, 15m, 24h or 30d';
+const DURATION_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+
+/** Milliseconds of a duration setting (the pattern above guarantees the shape). */
+export function durationMs(text: string): number {
+  const match = /^([0-9]+)(ms|s|m|h|d)$/.exec(text);
+  if (!match) throw new ConfigError(`not a duration: ${text}`);
+  return Number(match[1]) * DURATION_MS[match[2] as keyof typeof DURATION_MS];
+}
 
 /** Every environment variable svc reads; the README's configuration table mirrors this. */
 export const SETTINGS = {
@@ -138,6 +177,87 @@ export const SETTINGS = {
   SVC_INSTALL_NAMESPACE: {
     schema: Type.String({ pattern: '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$' }),
     expected: 'a Kubernetes namespace name',
+  },
+  SVC_MSSP_ID: { schema: Type.String({ format: 'uuid' }), expected: 'a uuid (install.msspId)' },
+  SVC_MSSP_NAME: {
+    schema: Type.String({ minLength: 1, maxLength: 200 }),
+    expected: 'the MSSP name (install.msspName), 1-200 characters',
+  },
+  SVC_INSTALL_ID: {
+    schema: Type.String({ format: 'uuid' }),
+    expected: 'a uuid (install.installId), stable across upgrades',
+  },
+  SVC_INSTALL_LABEL: {
+    schema: Type.String({ minLength: 1, maxLength: 200 }),
+    expected: 'a human-readable install label, 1-200 characters',
+  },
+  SVC_ORCHESTRATOR: {
+    schema: Type.Union([Type.Literal('on'), Type.Literal('off')]),
+    expected: 'on or off (run the tenant orchestrator inside svc serve)',
+  },
+  SVC_ORCHESTRATOR_CONCURRENCY: {
+    schema: Type.Integer({ minimum: 1, maximum: 200 }),
+    expected: 'an integer 1-200 (tenants worked on at once)',
+  },
+  SVC_ORCHESTRATOR_POLL: { schema: duration, expected: durationExpected },
+  SVC_READINESS_TIMEOUT: { schema: duration, expected: durationExpected },
+  SVC_DECOMMISSION_GRACE: { schema: duration, expected: durationExpected },
+  SVC_TENANT_RETENTION: { schema: duration, expected: durationExpected },
+  SVC_HELM_TIMEOUT: { schema: duration, expected: durationExpected },
+  SVC_TENANT_CHARTS_DIR: {
+    schema: Type.String({ minLength: 1 }),
+    expected: 'a directory holding svc-tenant chart directories',
+  },
+  SVC_TENANT_CHART_VERSION: {
+    schema: Type.String({ pattern: '^[0-9]+\\.[0-9]+\\.[0-9]+(-[0-9A-Za-z.-]+)?$' }),
+    expected: 'a tenant package version new tenants get (default: newest supported)',
+  },
+  SVC_HELM_BIN: {
+    schema: Type.String({ minLength: 1 }),
+    expected: 'the helm binary (path or name)',
+  },
+  SVC_ADAPTER_IMAGE: {
+    schema: Type.String({
+      pattern:
+        '^[a-z0-9./_:-]{1,255}?(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$',
+    }),
+    expected: 'an image reference repository[:tag][@sha256:<digest>]',
+  },
+  SVC_API_URL: {
+    schema: Type.String({ pattern: '^https?://[^\\s]{1,2040}$' }),
+    expected: 'the URL tenant adapters reach svc at, e.g. http://svc-api.svc-system.svc:8080',
+  },
+  SVC_TENANT_STORAGE_CLASS: {
+    schema: Type.String({ pattern: '^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$' }),
+    expected: 'a StorageClass name for tenant volumes (empty: the cluster default)',
+  },
+  SVC_EDGE_PORT_BASE: {
+    schema: Type.Integer({ minimum: 1024, maximum: 60000 }),
+    expected: 'an integer 1024-60000 (first port of the edge-proxy range)',
+  },
+  SVC_LLM_PROVIDER: {
+    schema: Type.String({ pattern: '^[a-z][a-z0-9_-]{0,31}$' }),
+    expected: 'an LLM provider name (defaults.llm.provider)',
+  },
+  SVC_LLM_BASE_URL: {
+    schema: Type.String({ pattern: '^https://[^\\s]{1,2040}$' }),
+    expected: 'an https:// URL (defaults.llm.baseUrl)',
+  },
+  SVC_LLM_MODEL: {
+    schema: Type.String({ minLength: 1, maxLength: 200 }),
+    expected: 'a model name (defaults.llm.model)',
+  },
+  SVC_URL: {
+    schema: Type.String({ pattern: '^https?://[^\\s/]+(/[^\\s]*)?$', maxLength: 2048 }),
+    expected: 'the URL of a running svc for svc tenants …, e.g. http://127.0.0.1:8080',
+  },
+  SVC_CLI_EMAIL: {
+    schema: Type.String({ pattern: '^[^@\\s]+@[^@\\s]+$', maxLength: 254 }),
+    expected: 'the email of the MSSP user svc tenants … signs in as',
+  },
+  SVC_CLI_PASSWORD: {
+    schema: Type.String({ minLength: 1, maxLength: 4096 }),
+    expected: 'the password of SVC_CLI_EMAIL, at most 4096 characters',
   },
   SVC_DATABASE_HOST: { schema: hostname, expected: 'a PostgreSQL hostname' },
   SVC_DATABASE_PORT: { schema: port, expected: 'an integer port 1-65535' },
@@ -318,5 +438,51 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     installNamespace: read(env, 'SVC_INSTALL_NAMESPACE') ?? 'svc-system',
     trustedProxyCidrs: cidrs ? cidrs.split(',').map(parseCidr) : [],
     database: readDatabase(env),
+    install: {
+      msspId: read(env, 'SVC_MSSP_ID'),
+      msspName: read(env, 'SVC_MSSP_NAME') ?? 'MSSP',
+      installId: read(env, 'SVC_INSTALL_ID'),
+      installLabel: read(env, 'SVC_INSTALL_LABEL') ?? 'svc',
+    },
+    orchestrator: readOrchestrator(env),
+  };
+}
+
+function readOrchestrator(env: Env): OrchestratorConfig {
+  const ms = (name: Parameters<typeof read>[1], fallback: string) =>
+    durationMs(String(read(env, name) ?? fallback));
+  return {
+    enabled: (read(env, 'SVC_ORCHESTRATOR') ?? 'on') === 'on',
+    concurrency: read(env, 'SVC_ORCHESTRATOR_CONCURRENCY') ?? 25,
+    pollMs: ms('SVC_ORCHESTRATOR_POLL', '5s'),
+    readinessTimeoutMs: ms('SVC_READINESS_TIMEOUT', '15m'),
+    decommissionGraceMs: ms('SVC_DECOMMISSION_GRACE', '24h'),
+    retentionMs: ms('SVC_TENANT_RETENTION', '30d'),
+    helmTimeoutMs: ms('SVC_HELM_TIMEOUT', '10m'),
+    chartsDir: read(env, 'SVC_TENANT_CHARTS_DIR'),
+    installVersion: read(env, 'SVC_TENANT_CHART_VERSION'),
+    helmBinary: read(env, 'SVC_HELM_BIN') ?? 'helm',
+    adapterImage: parseImage(read(env, 'SVC_ADAPTER_IMAGE') ?? 'svc-adapter:0.1.0'),
+    apiUrl: read(env, 'SVC_API_URL'),
+    storageClassName: read(env, 'SVC_TENANT_STORAGE_CLASS') ?? '',
+    edgePortBase: read(env, 'SVC_EDGE_PORT_BASE') ?? 20_000,
+    defaultLlm: {
+      provider: read(env, 'SVC_LLM_PROVIDER') ?? '',
+      baseUrl: read(env, 'SVC_LLM_BASE_URL') ?? '',
+      model: read(env, 'SVC_LLM_MODEL') ?? '',
+    },
+  };
+}
+
+/** `repo[:tag][@sha256:…]`: the digest pins (spec §9.3 item 1); the tag stays for people. */
+export function parseImage(ref: string): { repository: string; tag: string; digest: string } {
+  const [name = '', digest = ''] = ref.split('@');
+  const slash = name.lastIndexOf('/');
+  const colon = name.lastIndexOf(':');
+  const hasTag = colon > slash;
+  return {
+    repository: hasTag ? name.slice(0, colon) : name,
+    tag: hasTag ? name.slice(colon + 1) : 'latest',
+    digest,
   };
 }

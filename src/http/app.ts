@@ -11,6 +11,7 @@ import type { AppDatabase } from '../db/pools.ts';
 import type { SystemGate } from '../db/system-gate.ts';
 import type { EventHub } from '../events/index.ts';
 import type { Logger } from '../log/index.ts';
+import type { ChartCatalog } from '../tenants/catalog.ts';
 import type { TokenService } from '../tokens/index.ts';
 import { authRoutes } from './auth/routes.ts';
 import {
@@ -48,7 +49,18 @@ export interface ApiDeps {
   events: EventHub;
   /** Secrets in the install namespace; absent when svc runs without a cluster. */
   secrets?: SecretStore | undefined;
+  /** The orchestrator's side of the tenant endpoints; absent when svc runs without a cluster. */
+  tenancy?: TenancyDeps | undefined;
   now: () => Date;
+}
+
+export interface TenancyDeps {
+  /** Wake the orchestrator: new work was just recorded. */
+  kick(): void;
+  systemVersion: string;
+  edgePortBase: number;
+  decommissionGraceMs: number;
+  catalog: ChartCatalog;
 }
 
 export interface AppDeps {

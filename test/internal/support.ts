@@ -13,7 +13,12 @@ export function bearer(token: string): { authorization: string } {
   return { authorization: `Bearer ${token}` };
 }
 
-/** Moves a tenant to a state directly (as the orchestrator would), keeping the deleted_at rule. */
+/**
+ * Moves a tenant to a state directly (as the orchestrator would), keeping the deleted_at rule.
+ * A provisioning tenant also gets the orchestrator's `package_ready` step, so its first
+ * heartbeat activates it (spec §3.1 row 3; the heartbeat-before-ready order is proven in
+ * test/tenants/).
+ */
 export async function setState(db: TestDatabase, tenantId: string, state: TenantState) {
   await db.pools.mssp.query(
     `UPDATE tenants SET state = $2,
@@ -21,6 +26,13 @@ export async function setState(db: TestDatabase, tenantId: string, state: Tenant
       WHERE id = $1`,
     [tenantId, state],
   );
+  if (state === 'provisioning') {
+    await db.pools.mssp.query(
+      `INSERT INTO tenant_lifecycle_events (tenant_id, kind, step, actor)
+       VALUES ($1, 'step', 'package_ready', 'system:orchestrator')`,
+      [tenantId],
+    );
+  }
 }
 
 export async function tenantState(db: TestDatabase, tenantId: string): Promise<string | undefined> {
@@ -71,7 +83,7 @@ export async function lifecycleRows(db: TestDatabase, tenantId: string) {
     actor: string;
   }>(
     `SELECT kind, from_state, to_state, actor FROM tenant_lifecycle_events
-      WHERE tenant_id = $1 ORDER BY id`,
+      WHERE tenant_id = $1 AND kind <> 'step' ORDER BY id`,
     [tenantId],
   );
   return rows;

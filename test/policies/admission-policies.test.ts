@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { readdir, readFile } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { after, before, test } from 'node:test';
 import {
@@ -12,25 +12,21 @@ import {
   type V1Namespace,
   type V1Secret,
 } from '@kubernetes/client-node';
-import { parseAllDocuments } from 'yaml';
 import { createTestNamespace, serviceAccountKubeconfig } from '../../testcluster/harness.ts';
 import { getTestCluster, waitUntil } from '../support/cluster.ts';
+import { mergeValues, renderSystemChart, sampleValues } from './system-chart.ts';
 
-// The manifests under policies/ are applied as they ship, except for what makes them unique to
-// this run: object names get a suffix (policies are cluster-scoped and other test files run
-// next to this one) and the params point at a test install namespace with fresh ids. The
-// ServiceAccount gets cluster-admin, so every denial below comes from admission, not RBAC.
+// The policies are applied exactly as the system chart renders them (`helm template
+// --show-only templates/admission/...`, the chart's symlink to policies/), with this run's
+// install namespace, ServiceAccount and fresh ids as the values. Policy and binding names carry
+// the install namespace, so they are unique to this run. The ServiceAccount gets cluster-admin,
+// so every denial below comes from admission, not RBAC.
 
 const policiesDir = join(import.meta.dirname, '..', '..', 'policies');
 const suffix = randomBytes(3).toString('hex');
 const msspId = randomUUID();
 const installId = randomUUID();
-const serviceAccount = 'svc';
-
-interface Manifest extends KubernetesObject {
-  data?: Record<string, string>;
-  spec?: { policyName?: string; paramRef?: { namespace?: string } };
-}
+const serviceAccount = 'svc-under-test';
 
 const cluster = getTestCluster();
 const admin = KubernetesObjectApi.makeApiClient(cluster.kubeConfig);
@@ -42,7 +38,7 @@ const created: KubernetesObject[] = [];
 const namespaces = new Set<string>();
 
 function policyName(base: string): string {
-  return `${base}-${suffix}`;
+  return `${base}.${installNamespace}`;
 }
 
 function isDenial(policy: string, text?: string): (error: unknown) => boolean {
@@ -120,30 +116,21 @@ function clusterRole(name: string): KubernetesObject {
   } as KubernetesObject;
 }
 
-/** The shipped manifests, params first, made unique to this run. */
-async function manifests(): Promise<Manifest[]> {
-  const files = (await readdir(policiesDir)).filter((f) => f.endsWith('.yaml')).sort();
-  const docs: Manifest[] = [];
-  for (const file of files) {
-    const text = await readFile(join(policiesDir, file), 'utf8');
-    for (const doc of parseAllDocuments(text)) {
-      const manifest = doc.toJS() as Manifest;
-      const metadata = manifest.metadata ?? {};
-      if (manifest.kind === 'ConfigMap') {
-        metadata.namespace = installNamespace;
-        manifest.data = { ...manifest.data, serviceAccountName: serviceAccount, msspId, installId };
-      } else {
-        metadata.name = policyName(metadata.name ?? '');
-      }
-      if (manifest.kind === 'ValidatingAdmissionPolicyBinding' && manifest.spec) {
-        manifest.spec.policyName = policyName(manifest.spec.policyName ?? '');
-        manifest.spec.paramRef = { ...manifest.spec.paramRef, namespace: installNamespace };
-      }
-      docs.push(manifest);
-    }
-  }
-  // Bindings with parameterNotFoundAction: Deny must never exist without their params.
-  const order = ['ConfigMap', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
+/** The chart's policies for this run's install, policies before their bindings. */
+async function manifests(): Promise<KubernetesObject[]> {
+  const values = mergeValues(sampleValues(installNamespace, { msspId, installId }), {
+    serviceAccount: { name: serviceAccount },
+    admission: { engine: 'vap' },
+  });
+  const docs = await renderSystemChart(
+    join(cluster.binDir, 'helm'),
+    installNamespace,
+    values,
+    (await readdir(policiesDir))
+      .filter((file) => file.endsWith('.yaml'))
+      .map((file) => `templates/admission/${file}`),
+  );
+  const order = ['ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'];
   return docs.sort((a, b) => order.indexOf(a.kind ?? '') - order.indexOf(b.kind ?? ''));
 }
 
@@ -171,7 +158,7 @@ before(async () => {
   );
   asSvc = KubernetesObjectApi.makeApiClient(kubeConfig);
 
-  // Policies, bindings and params reach the admission plugin through informers: dry runs show
+  // Policies and bindings reach the admission plugin through informers: dry runs show
   // when all three policies deny with their own messages and a proper tenant namespace passes.
   await waitUntil(
     'the svc admission policies to take effect',
@@ -216,6 +203,13 @@ after(async () => {
   }
   for (const object of created.reverse()) {
     await admin.delete(object);
+  }
+  if (installNamespace) {
+    await admin.delete({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: installNamespace },
+    });
   }
 });
 

@@ -18,6 +18,7 @@ import { type AuthConfig, type AuthMode, loadConfig } from '../../src/config/ind
 import type { AppDatabase } from '../../src/db/pools.ts';
 import { createSystemGate } from '../../src/db/system-gate.ts';
 import { createEventHub, type EventHub } from '../../src/events/index.ts';
+import type { TenancyDeps } from '../../src/http/app.ts';
 import { createApp } from '../../src/http/app.ts';
 import { createLogger } from '../../src/log/index.ts';
 import {
@@ -58,6 +59,8 @@ export interface TestApiOptions {
   hash?: { concurrency?: number; queue?: number; params?: HashParams };
   /** Secrets in an install namespace of the test cluster, for tenant creation. */
   secrets?: SecretStore;
+  /** The orchestrator's side of the tenant endpoints (test/tenants/support.ts). */
+  tenancy?: TenancyDeps;
 }
 
 /** Counts transactions without changing them: the database underneath stays real. */
@@ -126,6 +129,7 @@ export async function startTestApi(
       tokens,
       events,
       secrets: options.secrets,
+      tenancy: options.tenancy,
       service: createAuthService({ db, hasher, now: clock.now, authMode: mode }),
     },
   });

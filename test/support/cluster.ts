@@ -7,15 +7,18 @@ import {
   ensureBinaries,
   startCluster,
 } from '../../testcluster/harness.ts';
+import { startVolumeProvisioner, type VolumeProvisioner } from './volumes.ts';
 
 // node:test starts each test file in a child process after the global setup has run, and the
 // children inherit the setup process's environment (verified on Node 24.21), so plain env vars
-// carry the cluster to every file.
+// carry the cluster to every file. The volume provisioner runs in the setup process for the whole
+// run (test/support/volumes.ts).
 const kubeconfigVar = 'SVC_TEST_KUBECONFIG';
 const errorVar = 'SVC_TEST_CLUSTER_ERROR';
 const binDirVar = 'SVC_TEST_BIN_DIR';
 
 let cluster: Cluster | undefined;
+let provisioner: VolumeProvisioner | undefined;
 
 /**
  * Starts one cluster for the whole run. A failure is recorded rather than thrown so the other
@@ -27,10 +30,15 @@ export async function clusterGlobalSetup(): Promise<void> {
     const { binDir } = await ensureBinaries();
     process.env[binDirVar] = binDir;
     process.env.PATH = `${binDir}${delimiter}${process.env.PATH ?? ''}`;
-    if (!process.env[kubeconfigVar]) {
+    let kubeconfigPath = process.env[kubeconfigVar];
+    if (!kubeconfigPath) {
       cluster = await startCluster();
-      process.env[kubeconfigVar] = cluster.kubeconfigPath;
+      kubeconfigPath = cluster.kubeconfigPath;
+      process.env[kubeconfigVar] = kubeconfigPath;
     }
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromFile(kubeconfigPath);
+    provisioner = await startVolumeProvisioner(kubeConfig);
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     process.env[errorVar] = message;
@@ -39,6 +47,8 @@ export async function clusterGlobalSetup(): Promise<void> {
 }
 
 export async function clusterGlobalTeardown(): Promise<void> {
+  await provisioner?.stop();
+  provisioner = undefined;
   await cluster?.stop();
   cluster = undefined;
 }

@@ -5356,6 +5356,12 @@ declare module 'zapatos/schema' {
     export type Table = 'tenants';
     export interface Selectable {
       /**
+      * **tenants.chart_version**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      chart_version: string | null;
+      /**
       * **tenants.config_revision**
       * - `int4` in database
       * - `NOT NULL`, default: `1`
@@ -5379,6 +5385,12 @@ declare module 'zapatos/schema' {
       * - `NOT NULL`, no default
       */
       display_name: string;
+      /**
+      * **tenants.edge_port_pair**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      edge_port_pair: number | null;
       /**
       * **tenants.error_details**
       * - `jsonb` in database
@@ -5404,13 +5416,31 @@ declare module 'zapatos/schema' {
       */
       state: string;
       /**
+      * **tenants.state_changed_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      state_changed_at: Date;
+      /**
       * **tenants.updated_at**
       * - `timestamptz` in database
       * - `NOT NULL`, default: `now()`
       */
       updated_at: Date;
+      /**
+      * **tenants.upgrade_target**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      upgrade_target: string | null;
     }
     export interface JSONSelectable {
+      /**
+      * **tenants.chart_version**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      chart_version: string | null;
       /**
       * **tenants.config_revision**
       * - `int4` in database
@@ -5436,6 +5466,12 @@ declare module 'zapatos/schema' {
       */
       display_name: string;
       /**
+      * **tenants.edge_port_pair**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      edge_port_pair: number | null;
+      /**
       * **tenants.error_details**
       * - `jsonb` in database
       * - Nullable, no default
@@ -5460,13 +5496,31 @@ declare module 'zapatos/schema' {
       */
       state: string;
       /**
+      * **tenants.state_changed_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      state_changed_at: db.TimestampTzString;
+      /**
       * **tenants.updated_at**
       * - `timestamptz` in database
       * - `NOT NULL`, default: `now()`
       */
       updated_at: db.TimestampTzString;
+      /**
+      * **tenants.upgrade_target**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      upgrade_target: string | null;
     }
     export interface Whereable {
+      /**
+      * **tenants.chart_version**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      chart_version?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
       /**
       * **tenants.config_revision**
       * - `int4` in database
@@ -5492,6 +5546,12 @@ declare module 'zapatos/schema' {
       */
       display_name?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
       /**
+      * **tenants.edge_port_pair**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      edge_port_pair?: number | db.Parameter<number> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment | db.ParentColumn>;
+      /**
       * **tenants.error_details**
       * - `jsonb` in database
       * - Nullable, no default
@@ -5516,13 +5576,31 @@ declare module 'zapatos/schema' {
       */
       state?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
       /**
+      * **tenants.state_changed_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      state_changed_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
       * **tenants.updated_at**
       * - `timestamptz` in database
       * - `NOT NULL`, default: `now()`
       */
       updated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenants.upgrade_target**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      upgrade_target?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
     }
     export interface Insertable {
+      /**
+      * **tenants.chart_version**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      chart_version?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment;
       /**
       * **tenants.config_revision**
       * - `int4` in database
@@ -5548,6 +5626,12 @@ declare module 'zapatos/schema' {
       */
       display_name: string | db.Parameter<string> | db.SQLFragment;
       /**
+      * **tenants.edge_port_pair**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      edge_port_pair?: number | db.Parameter<number> | null | db.DefaultType | db.SQLFragment;
+      /**
       * **tenants.error_details**
       * - `jsonb` in database
       * - Nullable, no default
@@ -5572,13 +5656,31 @@ declare module 'zapatos/schema' {
       */
       state?: string | db.Parameter<string> | db.DefaultType | db.SQLFragment;
       /**
+      * **tenants.state_changed_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      state_changed_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment;
+      /**
       * **tenants.updated_at**
       * - `timestamptz` in database
       * - `NOT NULL`, default: `now()`
       */
       updated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment;
+      /**
+      * **tenants.upgrade_target**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      upgrade_target?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment;
     }
     export interface Updatable {
+      /**
+      * **tenants.chart_version**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      chart_version?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment>;
       /**
       * **tenants.config_revision**
       * - `int4` in database
@@ -5604,6 +5706,12 @@ declare module 'zapatos/schema' {
       */
       display_name?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
       /**
+      * **tenants.edge_port_pair**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      edge_port_pair?: number | db.Parameter<number> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, number | db.Parameter<number> | null | db.DefaultType | db.SQLFragment>;
+      /**
       * **tenants.error_details**
       * - `jsonb` in database
       * - Nullable, no default
@@ -5628,13 +5736,25 @@ declare module 'zapatos/schema' {
       */
       state?: string | db.Parameter<string> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.DefaultType | db.SQLFragment>;
       /**
+      * **tenants.state_changed_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      state_changed_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment>;
+      /**
       * **tenants.updated_at**
       * - `timestamptz` in database
       * - `NOT NULL`, default: `now()`
       */
       updated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **tenants.upgrade_target**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      upgrade_target?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment>;
     }
-    export type UniqueIndex = 'tenants_pkey' | 'tenants_slug_key';
+    export type UniqueIndex = 'tenants_edge_port_pair_key' | 'tenants_pkey' | 'tenants_slug_key';
     export type Column = keyof Selectable;
     export type OnlyCols<T extends readonly Column[]> = Pick<Selectable, T[number]>;
     export type SQLExpression = Table | db.ColumnNames<Updatable | (keyof Updatable)[]> | db.ColumnValues<Updatable> | Whereable | Column | db.ParentColumn | db.GenericSQLExpression;

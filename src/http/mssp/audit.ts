@@ -117,10 +117,10 @@ export async function auditExport(
   const body =
     format === 'jsonl'
       ? rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : '')
-      : [
+      : `${[
           CSV_COLUMNS.join(','),
           ...rows.map((r) => CSV_COLUMNS.map((k) => csvCell(r[k])).join(',')),
-        ].join('\r\n') + '\r\n';
+        ].join('\r\n')}\r\n`;
   return new Response(body, {
     status: 200,
     headers: {

@@ -2,9 +2,14 @@ import { Hono } from 'hono';
 import { msspTenantContract } from '../../../contracts/mssp.ts';
 import { writeAudit } from '../../audit/index.ts';
 import { MSSP_ROLES } from '../../auth/identity.ts';
+import { canUpgrade } from '../../db/compat.ts';
 import type { Transaction } from '../../db/tenant-context.ts';
 import { streamTenantEvents } from '../../events/index.ts';
+import { DEFAULT_EDGE_PORT_BASE, DEFAULT_TIMING } from '../../tenants/context.ts';
 import { createTenant, SlugTakenError } from '../../tenants/create.ts';
+import { IllegalTransitionError, transition } from '../../tenants/lifecycle.ts';
+import { edgePorts } from '../../tenants/provision.ts';
+import { recordStep } from '../../tenants/steps.ts';
 import type { ApiDeps } from '../app.ts';
 import { requireNoImpersonation, requireRole, tenantOfRequest } from '../authenticate.ts';
 import { implement } from '../contract.ts';
@@ -19,17 +24,21 @@ interface TenantRow {
   state: 'pending' | 'provisioning' | 'active' | 'decommissioning' | 'soft-deleted';
   error_details: Record<string, unknown> | null;
   config_revision: number;
+  chart_version: string | null;
+  upgrade_target: string | null;
+  edge_port_pair: number | null;
   created_at: Date;
   updated_at: Date;
   deleted_at: Date | null;
 }
 
-const TENANT_COLUMNS =
-  'id, slug, display_name, state, error_details, config_revision, created_at, updated_at, deleted_at';
+const TENANT_COLUMNS = `id, slug, display_name, state, error_details, config_revision, chart_version,
+  upgrade_target, edge_port_pair, created_at, updated_at, deleted_at`;
 
-function tenantJson(t: TenantRow) {
+function tenantJson({ edge_port_pair, ...t }: TenantRow, edgePortBase: number) {
   return {
     ...t,
+    edge_ports: edge_port_pair === null ? null : edgePorts(edgePortBase, edge_port_pair),
     created_at: t.created_at.toISOString(),
     updated_at: t.updated_at.toISOString(),
     deleted_at: t.deleted_at?.toISOString() ?? null,
@@ -47,10 +56,25 @@ async function findTenant(tx: Transaction, id: string): Promise<TenantRow> {
 }
 
 const anyMssp = requireRole(...MSSP_ROLES);
+const operators = requireRole('platform_admin', 'mssp_admin');
+
+/** The state machine's refusal, as the HTTP answer every illegal transition gets. */
+function illegal(error: unknown): never {
+  if (error instanceof IllegalTransitionError) {
+    throw new ProblemError(409, 'invalid_state', error.message, {
+      state: error.state ?? null,
+      trigger: error.trigger,
+    });
+  }
+  throw error;
+}
 
 /** `/api/mssp/*` tenant operations, cross-tenant views and impersonation (spec §4.2). */
 export function msspRoutes(api: ApiDeps): Hono {
   const app = new Hono();
+  const graceMs = api.tenancy?.decommissionGraceMs ?? DEFAULT_TIMING.decommissionGraceMs;
+  const toJson = (t: TenantRow) =>
+    tenantJson(t, api.tenancy?.edgePortBase ?? DEFAULT_EDGE_PORT_BASE);
 
   implement(app, msspTenantContract.createTenant, [
     requireRole('platform_admin', 'mssp_admin'),
@@ -73,8 +97,9 @@ export function msspRoutes(api: ApiDeps): Hono {
       }
       throw error;
     }
+    api.tenancy?.kick();
     const tenant = await api.db.withoutTenant((tx) => findTenant(tx, created.id));
-    return { status: 201, body: { tenant: tenantJson(tenant) } };
+    return { status: 201, body: { tenant: toJson(tenant) } };
   });
 
   implement(app, msspTenantContract.listTenants, [anyMssp, requireNoImpersonation()])(
@@ -98,7 +123,7 @@ export function msspRoutes(api: ApiDeps): Hono {
       return {
         status: 200,
         body: {
-          items: result.rows.map(({ sort_key: _, ...t }) => tenantJson(t)),
+          items: result.rows.map(({ sort_key: _, ...t }) => toJson(t)),
           next_cursor: result.next_cursor,
         },
       };
@@ -124,7 +149,7 @@ export function msspRoutes(api: ApiDeps): Hono {
       );
       return rows.map((r) => ({ ...r, occurred_at: r.occurred_at.toISOString() }));
     });
-    return { status: 200, body: { tenant: tenantJson(tenant), lifecycle } };
+    return { status: 200, body: { tenant: toJson(tenant), lifecycle } };
   });
 
   implement(app, msspTenantContract.decommission, [requireRole('platform_admin', 'mssp_admin')])(
@@ -133,38 +158,20 @@ export function msspRoutes(api: ApiDeps): Hono {
       const id = tenantOfRequest(c, params.tenant_id);
       const tenant = await api.db.withTenant(id, async (tx) => {
         const before = await findTenant(tx, id);
-        if (before.state !== 'active') {
-          throw new ProblemError(
-            409,
-            'invalid_state',
-            `Only an active tenant can be decommissioned; this one is ${before.state}`,
-            {
-              state: before.state,
-            },
-          );
-        }
-        const { rows } = await tx.query<TenantRow>(
-          `UPDATE tenants SET state = 'decommissioning', updated_at = now()
-            WHERE id = $1 AND state = 'active' RETURNING ${TENANT_COLUMNS}`,
-          [id],
-        );
-        const after = rows[0];
-        if (!after)
-          throw new ProblemError(409, 'invalid_state', 'The tenant changed state meanwhile');
-        await tx.query(
-          `INSERT INTO tenant_lifecycle_events (tenant_id, kind, from_state, to_state, actor, details)
-           VALUES ($1, 'transition', 'active', 'decommissioning', $2, $3)`,
-          [
-            id,
-            `user:${identity.user_id}`,
-            JSON.stringify({ grace_period_started_at: after.updated_at.toISOString() }),
-          ],
-        );
+        const moved = await transition(tx, {
+          tenantId: id,
+          trigger: 'decommission',
+          actor: `user:${identity.user_id}`,
+          details: { grace_period_seconds: graceMs / 1000 },
+        }).catch(illegal);
+        const after = await findTenant(tx, id);
+        const graceEndsAt = new Date(moved.stateChangedAt.getTime() + graceMs).toISOString();
         await writeAudit(tx, {
           tenantId: id,
           actorPrincipal: 'User',
           actorId: identity.user_id,
           action: 'tenant.decommission',
+          details: { grace_period_ends_at: graceEndsAt },
           resourceType: 'tenant',
           resourceId: id,
           before: { state: before.state },
@@ -173,7 +180,159 @@ export function msspRoutes(api: ApiDeps): Hono {
         });
         return after;
       });
-      return { status: 200, body: { tenant: tenantJson(tenant) } };
+      return { status: 200, body: { tenant: toJson(tenant) } };
+    },
+  );
+
+  implement(app, msspTenantContract.retry, [operators, requireNoImpersonation()])(
+    async (c, { params }) => {
+      const identity = c.get('identity');
+      const id = params.tenant_id;
+      const tenant = await api.db.withTenant(id, async (tx) => {
+        const before = await findTenant(tx, id);
+        const { rows } = await tx.query<TenantRow>(
+          `UPDATE tenants SET error_details = NULL, updated_at = now()
+            WHERE id = $1 AND state = 'pending' AND error_details IS NOT NULL
+            RETURNING ${TENANT_COLUMNS}`,
+          [id],
+        );
+        const after = rows[0];
+        if (!after) {
+          throw new ProblemError(
+            409,
+            'invalid_state',
+            before.state === 'pending'
+              ? 'Provisioning has not failed; it is still in progress'
+              : `Only a pending tenant whose provisioning failed can be retried; this one is ${before.state}`,
+            { state: before.state },
+          );
+        }
+        await recordStep(tx, id, 'retry_requested', `user:${identity.user_id}`, {
+          previous_error: before.error_details,
+        });
+        await writeAudit(tx, {
+          tenantId: id,
+          actorPrincipal: 'User',
+          actorId: identity.user_id,
+          action: 'tenant.provision.retry',
+          resourceType: 'tenant',
+          resourceId: id,
+          before: { state: before.state, error_details: before.error_details },
+          after: { state: after.state, error_details: null },
+        });
+        return after;
+      });
+      api.tenancy?.kick();
+      return { status: 202, body: { tenant: toJson(tenant) } };
+    },
+  );
+
+  implement(app, msspTenantContract.upgrade, [operators, requireNoImpersonation()])(
+    async (c, { params, body }) => {
+      const tenancy = api.tenancy;
+      if (!tenancy) {
+        throw new ProblemError(503, 'cluster_unavailable', 'svc runs without its orchestrator');
+      }
+      const identity = c.get('identity');
+      const id = params.tenant_id;
+      const target = body.tenant_chart_version;
+      if (!tenancy.catalog.get(target)) {
+        throw new ProblemError(
+          422,
+          'chart_version_unknown',
+          `Tenant package ${target} is not available to this install`,
+          {
+            available: tenancy.catalog.versions(),
+          },
+        );
+      }
+      const result = await api.db.withTenant(id, async (tx) => {
+        const before = await findTenant(tx, id);
+        if (before.state !== 'active') {
+          throw new ProblemError(
+            409,
+            'invalid_state',
+            `Only an active tenant can be upgraded; this one is ${before.state}`,
+            { state: before.state },
+          );
+        }
+        if (before.upgrade_target !== null) {
+          throw new ProblemError(
+            409,
+            'upgrade_in_progress',
+            `An upgrade to ${before.upgrade_target} is still running`,
+            { upgrade_target: before.upgrade_target },
+          );
+        }
+        const verdict = await canUpgrade(tx, tenancy.systemVersion, target);
+        const facts = {
+          system_version: tenancy.systemVersion,
+          tenant_chart_version: target,
+          from: before.chart_version,
+          compatibility: verdict,
+        };
+        if (verdict === 'blocked' || verdict === 'out-of-range') {
+          await writeAudit(tx, {
+            tenantId: id,
+            actorPrincipal: 'User',
+            actorId: identity.user_id,
+            action: 'tenant.upgrade.refuse',
+            resourceType: 'tenant',
+            resourceId: id,
+            details: facts,
+          });
+          return { refused: verdict, facts } as const;
+        }
+        const warnings =
+          verdict === 'deprecated'
+            ? [
+                `svc ${tenancy.systemVersion} with tenant package ${target} is deprecated; plan a move to a supported version`,
+              ]
+            : [];
+        const { rows } = await tx.query<TenantRow>(
+          `UPDATE tenants SET upgrade_target = $2, updated_at = now()
+            WHERE id = $1 AND state = 'active' AND upgrade_target IS NULL RETURNING ${TENANT_COLUMNS}`,
+          [id, target],
+        );
+        const after = rows[0];
+        if (!after) throw new ProblemError(409, 'invalid_state', 'The tenant changed meanwhile');
+        await recordStep(tx, id, 'upgrade_requested', `user:${identity.user_id}`, {
+          ...facts,
+          warnings,
+        });
+        await writeAudit(tx, {
+          tenantId: id,
+          actorPrincipal: 'User',
+          actorId: identity.user_id,
+          action: 'tenant.upgrade',
+          resourceType: 'tenant',
+          resourceId: id,
+          before: { chart_version: before.chart_version },
+          after: { upgrade_target: target },
+          details: { ...facts, warnings },
+        });
+        return { tenant: after, verdict, warnings } as const;
+      });
+      if ('refused' in result) {
+        // The refusal's audit row is committed; the answer is the problem.
+        throw new ProblemError(
+          409,
+          result.refused === 'blocked' ? 'upgrade_blocked' : 'upgrade_out_of_range',
+          result.refused === 'blocked'
+            ? `The compatibility matrix blocks tenant package ${target} with svc ${tenancy.systemVersion}`
+            : `Tenant package ${target} is outside the range svc ${tenancy.systemVersion} supports`,
+          result.facts,
+        );
+      }
+      tenancy.kick();
+      return {
+        status: 202,
+        body: {
+          tenant: toJson(result.tenant),
+          compatibility: result.verdict,
+          warnings: [...result.warnings],
+        },
+      };
     },
   );
 

@@ -1,0 +1,185 @@
+{{/*
+Labels every object of the release carries. part-of=svc is what the NetworkPolicies select on.
+*/}}
+{{- define "svc.labels" -}}
+app.kubernetes.io/name: svc
+app.kubernetes.io/part-of: svc
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end }}
+
+{{/* Selector labels of one component: (list $ "api"). */}}
+{{- define "svc.selector" -}}
+app.kubernetes.io/name: svc
+app.kubernetes.io/instance: {{ (index . 0).Release.Name }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end }}
+
+{{/*
+Cluster-scoped objects are named after the install namespace too, so two installs (in two
+namespaces) can share a cluster without one release owning the other's objects.
+*/}}
+{{- define "svc.clusterName" -}}
+{{ index . 1 }}.{{ (index . 0).Release.Namespace }}
+{{- end }}
+
+{{- define "svc.image" -}}
+{{ .Values.image.registry }}/svc:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end }}
+
+{{- define "svc.databaseSecret" -}}
+{{- if .Values.database.enabled }}svc-database{{ else }}{{ .Values.database.external.existingSecret }}{{ end }}
+{{- end }}
+
+{{- define "svc.databaseHost" -}}
+{{- if .Values.database.enabled }}svc-postgres.{{ .Release.Namespace }}.svc{{ else }}{{ .Values.database.external.host }}{{ end }}
+{{- end }}
+
+{{/*
+Checks run on every render (install, upgrade, template), before anything reaches the cluster.
+values.schema.json has already checked shapes and patterns; these are the rules a schema
+cannot state. See docs/charts-system.md "Checks before install and upgrade".
+*/}}
+{{- define "svc.checks" -}}
+{{- $nil := "00000000-0000-0000-0000-000000000000" }}
+{{- if ne .Release.Namespace .Values.install.namespace }}
+{{- fail (printf "svc-system must be installed into the install namespace %q (install.namespace), not %q: use helm --namespace %s" .Values.install.namespace .Release.Namespace .Values.install.namespace) }}
+{{- end }}
+{{- if eq .Values.install.msspId $nil }}
+{{- fail "install.msspId: expected this MSSP's uuid, got the nil uuid" }}
+{{- end }}
+{{- if eq .Values.install.installId $nil }}
+{{- fail "install.installId: expected this install's uuid, got the nil uuid" }}
+{{- end }}
+{{- with (lookup "v1" "ConfigMap" .Release.Namespace "svc-install") }}
+{{- $was := .data | default dict }}
+{{- range $key := list "installId" "msspId" }}
+{{- $old := get $was $key }}
+{{- $new := get $.Values.install $key }}
+{{- if and $old (ne $old $new) }}
+{{- fail (printf "install.%s: this install already has %s %s (ConfigMap svc-install); it must not change on upgrade, got %s" $key $key $old $new) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/*
+Environment of svc serve (names as in src/config/index.ts and the README); the API and the
+orchestrator differ only in SVC_ORCHESTRATOR, which each Deployment sets itself.
+*/}}
+{{- define "svc.env" -}}
+- name: SVC_HOST
+  value: 0.0.0.0
+- name: SVC_PORT
+  value: "8080"
+- name: SVC_AUTH_MODE
+  value: {{ .Values.auth.mode | quote }}
+- name: SVC_DATA_DIR
+  value: /var/lib/svc
+- name: SVC_INSTALL_NAMESPACE
+  value: {{ .Release.Namespace | quote }}
+- name: SVC_MSSP_ID
+  value: {{ .Values.install.msspId | quote }}
+- name: SVC_MSSP_NAME
+  value: {{ .Values.install.msspName | quote }}
+- name: SVC_INSTALL_ID
+  value: {{ .Values.install.installId | quote }}
+- name: SVC_INSTALL_LABEL
+  value: {{ .Values.install.installLabel | quote }}
+- name: SVC_API_URL
+  value: {{ printf "http://svc-api.%s.svc:8080" .Release.Namespace | quote }}
+- name: SVC_ADAPTER_IMAGE
+  value: {{ printf "%s/svc-adapter:%s" .Values.image.registry (.Values.image.tag | default .Chart.AppVersion) | quote }}
+- name: SVC_LLM_PROVIDER
+  value: {{ .Values.defaults.llm.provider | quote }}
+- name: SVC_LLM_BASE_URL
+  value: {{ .Values.defaults.llm.baseUrl | quote }}
+- name: SVC_LLM_MODEL
+  value: {{ .Values.defaults.llm.model | quote }}
+- name: SVC_MSSP_HOSTNAME
+  value: {{ .Values.ingress.hostnames.mssp | quote }}
+- name: SVC_CUSTOMER_HOSTNAME
+  value: {{ .Values.ingress.hostnames.customer | quote }}
+- name: SVC_TRUSTED_HEADER_USER
+  value: {{ .Values.oidc.trustedHeaderUser | quote }}
+- name: SVC_TRUSTED_HEADER_EMAIL
+  value: {{ .Values.oidc.trustedHeaderEmail | quote }}
+- name: SVC_TRUSTED_HEADER_GROUPS
+  value: {{ .Values.oidc.trustedHeaderGroups | quote }}
+- name: SVC_TRUSTED_PROXY_CIDRS
+  value: {{ join "," .Values.oidc.trustedProxyCIDRs | quote }}
+- name: SVC_TOKEN_SIGNING_KEY_FILE
+  value: /var/run/secrets/svc/token/signing-key.pem
+- name: SVC_DATABASE_HOST
+  value: {{ include "svc.databaseHost" . | quote }}
+- name: SVC_DATABASE_PORT
+  value: {{ ternary 5432 .Values.database.external.port .Values.database.enabled | quote }}
+- name: SVC_DATABASE_NAME
+  value: {{ ternary "svc" .Values.database.external.database .Values.database.enabled | quote }}
+- name: SVC_DATABASE_SSL
+  value: {{ ternary "disable" .Values.database.external.ssl .Values.database.enabled | quote }}
+- name: SVC_DATABASE_CREDENTIALS_DIR
+  value: /var/run/secrets/svc/database
+{{- if .Values.database.enabled }}
+{{- /* The in-chart server: svc creates (and converges) the three roles and the database. */}}
+- name: DATABASE_SUPERUSER_PASSWORD
+  valueFrom:
+    secretKeyRef:
+      name: svc-database
+      key: superuser_password
+- name: SVC_DATABASE_BOOTSTRAP_URL
+  value: postgres://postgres:$(DATABASE_SUPERUSER_PASSWORD)@{{ include "svc.databaseHost" . }}:5432/postgres
+{{- end }}
+{{- end }}
+
+{{/* Volumes and mounts of svc serve: credentials, token key, a writable data dir. */}}
+{{- define "svc.volumes" -}}
+- name: database-credentials
+  secret:
+    secretName: {{ include "svc.databaseSecret" . }}
+    defaultMode: 0440
+    items:
+{{- range $key := list "admin_user" "admin_password" "app_user" "app_password" "mssp_user" "mssp_password" }}
+      - key: {{ $key }}
+        path: {{ $key }}
+{{- end }}
+- name: token-key
+  secret:
+    secretName: svc-token-key
+    defaultMode: 0440
+- name: data
+  emptyDir: {}
+- name: tmp
+  emptyDir: {}
+{{- end }}
+
+{{- define "svc.volumeMounts" -}}
+- name: database-credentials
+  mountPath: /var/run/secrets/svc/database
+  readOnly: true
+- name: token-key
+  mountPath: /var/run/secrets/svc/token
+  readOnly: true
+- name: data
+  mountPath: /var/lib/svc
+- name: tmp
+  mountPath: /tmp
+{{- end }}
+
+{{- define "svc.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 10001
+runAsGroup: 10001
+fsGroup: 10001
+seccompProfile:
+  type: RuntimeDefault
+{{- end }}
+
+{{- define "svc.containerSecurityContext" -}}
+allowPrivilegeEscalation: false
+readOnlyRootFilesystem: true
+capabilities:
+  drop: ["ALL"]
+{{- end }}

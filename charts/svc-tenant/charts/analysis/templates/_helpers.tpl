@@ -1,0 +1,53 @@
+{{/* Upstream images, pinned by exact tag; changing one is a new -svc-vN version (spec §9.3). */}}
+{{- define "analysis.image.server" -}}thehiveproject/cortex:3.1.8-1{{- end -}}
+{{- define "analysis.image.search" -}}elasticsearch:7.17.24{{- end -}}
+
+{{/* The Secret svc writes into the namespace before installing (spec §9.4 items 2, 4, 6). */}}
+{{- define "analysis.bootstrapSecret" -}}svc-bootstrap{{- end -}}
+
+{{/* Selector labels of one component: (list $ "manager"). Immutable once installed. */}}
+{{- define "analysis.selectorLabels" -}}
+{{- $root := index . 0 -}}
+app.kubernetes.io/name: analysis-{{ index . 1 }}
+app.kubernetes.io/instance: {{ $root.Release.Name }}
+{{- end -}}
+
+{{/*
+Labels of every object: the tenant's labels (global.labels, which svc renders equal to
+namespaceLabels: tenant-id, managed-by=svc, ...) plus the standard ones, which win on a clash.
+*/}}
+{{- define "analysis.labels" -}}
+{{- $root := index . 0 -}}
+{{- $labels := dict
+  "app.kubernetes.io/name" (printf "analysis-%s" (index . 1))
+  "app.kubernetes.io/instance" $root.Release.Name
+  "app.kubernetes.io/component" (index . 1)
+  "app.kubernetes.io/part-of" "svc-tenant"
+  "app.kubernetes.io/managed-by" $root.Release.Service
+  "app.kubernetes.io/version" $root.Chart.AppVersion
+  "helm.sh/chart" (printf "%s-%s" $root.Chart.Name $root.Chart.Version)
+-}}
+{{- toYaml (merge $labels (($root.Values.global | default dict).labels | default dict)) -}}
+{{- end -}}
+
+{{/* Pod-level hardening shared by every pod of this chart. */}}
+{{- define "analysis.podDefaults" -}}
+automountServiceAccountToken: false
+enableServiceLinks: false
+{{- end -}}
+
+{{- define "analysis.containerSecurity" -}}
+allowPrivilegeEscalation: false
+capabilities:
+  drop: [ALL]
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/*
+Analyzers that only read the observable they are given and call no third-party service, so they
+are safe without per-tenant API keys: the default when the allowlist is empty.
+*/}}
+{{- define "analysis.defaultAnalyzers" -}}
+{{- list "FileInfo_8_0" "Yara_2_0" "EmlParser_2_1" | toJson -}}
+{{- end -}}

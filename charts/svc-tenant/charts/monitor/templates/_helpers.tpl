@@ -1,0 +1,46 @@
+{{/* Upstream images, pinned by exact tag; changing one is a new -svc-vN version (spec §9.3). */}}
+{{- define "monitor.image.manager" -}}wazuh/wazuh-manager:4.9.2{{- end -}}
+{{- define "monitor.image.indexer" -}}wazuh/wazuh-indexer:4.9.2{{- end -}}
+{{- define "monitor.image.dashboard" -}}wazuh/wazuh-dashboard:4.9.2{{- end -}}
+
+{{/* The Secret svc writes into the namespace before installing (spec §9.4 items 2, 4, 6). */}}
+{{- define "monitor.bootstrapSecret" -}}svc-bootstrap{{- end -}}
+
+{{/* Selector labels of one component: (list $ "manager"). Immutable once installed. */}}
+{{- define "monitor.selectorLabels" -}}
+{{- $root := index . 0 -}}
+app.kubernetes.io/name: monitor-{{ index . 1 }}
+app.kubernetes.io/instance: {{ $root.Release.Name }}
+{{- end -}}
+
+{{/*
+Labels of every object: the tenant's labels (global.labels, which svc renders equal to
+namespaceLabels: tenant-id, managed-by=svc, ...) plus the standard ones, which win on a clash.
+*/}}
+{{- define "monitor.labels" -}}
+{{- $root := index . 0 -}}
+{{- $labels := dict
+  "app.kubernetes.io/name" (printf "monitor-%s" (index . 1))
+  "app.kubernetes.io/instance" $root.Release.Name
+  "app.kubernetes.io/component" (index . 1)
+  "app.kubernetes.io/part-of" "svc-tenant"
+  "app.kubernetes.io/managed-by" $root.Release.Service
+  "app.kubernetes.io/version" $root.Chart.AppVersion
+  "helm.sh/chart" (printf "%s-%s" $root.Chart.Name $root.Chart.Version)
+-}}
+{{- toYaml (merge $labels (($root.Values.global | default dict).labels | default dict)) -}}
+{{- end -}}
+
+{{/* Pod-level hardening shared by every pod of this chart. */}}
+{{- define "monitor.podDefaults" -}}
+automountServiceAccountToken: false
+enableServiceLinks: false
+{{- end -}}
+
+{{- define "monitor.containerSecurity" -}}
+allowPrivilegeEscalation: false
+capabilities:
+  drop: [ALL]
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}

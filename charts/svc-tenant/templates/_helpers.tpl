@@ -1,0 +1,42 @@
+{{/*
+Labels of every object this chart owns: the tenant's labels (namespaceLabels, spec §2.5:
+tenant, managed-by=svc, mssp-id, install-id, tenant-id) plus the standard ones, which win on a
+clash. tenant-id and managed-by are set here as well so they hold even if namespaceLabels were
+empty; the guard refuses values where they disagree.
+*/}}
+{{- define "svc-tenant.labels" -}}
+{{- $root := index . 0 -}}
+{{- $labels := dict
+  "app.kubernetes.io/name" (index . 1)
+  "app.kubernetes.io/instance" $root.Release.Name
+  "app.kubernetes.io/part-of" "svc-tenant"
+  "app.kubernetes.io/managed-by" $root.Release.Service
+  "app.kubernetes.io/version" $root.Chart.Version
+  "helm.sh/chart" (printf "%s-%s" $root.Chart.Name $root.Chart.Version)
+  "tenant-id" $root.Values.tenant.id
+  "managed-by" "svc"
+-}}
+{{- toYaml (merge $labels $root.Values.namespaceLabels) -}}
+{{- end -}}
+
+{{- define "svc-tenant.selectorLabels" -}}
+{{- $root := index . 0 -}}
+app.kubernetes.io/name: {{ index . 1 }}
+app.kubernetes.io/instance: {{ $root.Release.Name }}
+{{- end -}}
+
+{{/* Spec §9.3.1: a service-authored image is pinned by digest whenever one is given. */}}
+{{- define "svc-tenant.adapterImage" -}}
+{{- $i := .Values.adapter.image -}}
+{{- if $i.digest -}}
+{{ $i.repository }}@{{ $i.digest }}
+{{- else -}}
+{{ $i.repository }}:{{ $i.tag }}
+{{- end -}}
+{{- end -}}
+
+{{/* Pod selector of the monitoring manager (charts/monitor). */}}
+{{- define "svc-tenant.managerSelector" -}}
+app.kubernetes.io/name: monitor-manager
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}

@@ -1,0 +1,207 @@
+import Type, { type Static } from 'typebox';
+
+/**
+ * The system package's values (spec §2.9 "System package values"): hand-written by the MSSP
+ * cluster admin for `helm install svc-system`. The chart's `values.schema.json` is generated
+ * from this schema (`npm run charts:schema`; a test fails on drift), so Helm refuses a bad
+ * value before anything reaches the cluster.
+ *
+ * Helm validates values.yaml merged with the operator's file, so every key with a default is
+ * required here (values.yaml always supplies it); the keys without one (install ids and names,
+ * image.registry, ingress hostnames, database.external.host/existingSecret) are what an
+ * operator must write. Keys beyond §2.9, each needed to run the package and documented in
+ * docs/charts-system.md: `install.namespace`, `serviceAccount.name`, `api.replicas`,
+ * `database.image`, `database.external.ssl`, `networkPolicies`.
+ *
+ * Patterns avoid look-arounds: Helm checks them with Go's RE2 engine.
+ */
+const closed = { additionalProperties: false } as const;
+
+const Uuid = Type.String({
+  pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$',
+});
+const DnsLabelPattern = '[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?';
+const dnsLabel = (options: object = {}) =>
+  Type.String({ ...options, pattern: `^${DnsLabelPattern}$` });
+const HostnamePattern = `${DnsLabelPattern}(\\.${DnsLabelPattern})*`;
+const Hostname = Type.String({ maxLength: 253, pattern: `^${HostnamePattern}$` });
+/** One `*` label in front of a hostname with at least two labels: `*.customers.example.com`. */
+const WildcardHostname = Type.String({
+  maxLength: 253,
+  pattern: `^\\*\\.${DnsLabelPattern}(\\.${DnsLabelPattern})+$`,
+});
+/** A Kubernetes object name (DNS subdomain), e.g. a Secret or ServiceAccount. */
+const objectName = (options: object = {}) =>
+  Type.String({ ...options, maxLength: 253, pattern: `^${HostnamePattern}$` });
+const ObjectName = objectName();
+const headerName = (fallback: string) =>
+  Type.String({ pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$", default: fallback });
+const Octet = '(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])';
+const Cidr = Type.String({
+  pattern: `^((${Octet}\\.){3}${Octet}/(3[0-2]|[12]?[0-9])|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*/(12[0-8]|1[01][0-9]|[1-9]?[0-9]))$`,
+});
+/** A Kubernetes quantity; YAML turns `cpu: 2` into a number, which Kubernetes accepts too. */
+const Quantity = Type.Union([
+  Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$' }),
+  Type.Number({ minimum: 0 }),
+]);
+
+const Compute = Type.Object({ cpu: Quantity, memory: Quantity }, closed);
+
+function resources(requests: Static<typeof Compute>, limits: Static<typeof Compute>) {
+  return Type.Object(
+    { requests: Compute, limits: Compute },
+    { ...closed, default: { requests, limits } },
+  );
+}
+
+export const SystemValues = Type.Object(
+  {
+    install: Type.Object(
+      {
+        msspId: Uuid,
+        msspName: Type.String({ minLength: 1, maxLength: 200 }),
+        installId: Uuid,
+        installLabel: Type.String({ minLength: 1, maxLength: 200 }),
+        /** The install namespace (spec §1 item 1); the release must be installed into it. */
+        namespace: dnsLabel({ default: 'svc-system' }),
+      },
+      closed,
+    ),
+    image: Type.Object(
+      {
+        registry: Type.String({
+          pattern: '^[a-z0-9]([a-z0-9.:-]*[a-z0-9])?(/[a-z0-9]([a-z0-9._-]*[a-z0-9])?)*$',
+        }),
+        /** Empty means the chart's appVersion. */
+        tag: Type.String({ pattern: '^([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$', default: '' }),
+        pullPolicy: Type.Union(
+          [Type.Literal('Always'), Type.Literal('IfNotPresent'), Type.Literal('Never')],
+          { default: 'IfNotPresent' },
+        ),
+      },
+      closed,
+    ),
+    serviceAccount: Type.Object({ name: objectName({ default: 'svc' }) }, closed),
+    api: Type.Object({ replicas: Type.Integer({ minimum: 1, maximum: 20, default: 1 }) }, closed),
+    database: Type.Object(
+      {
+        enabled: Type.Boolean({ default: true }),
+        image: Type.Object(
+          {
+            repository: Type.String({
+              pattern: '^[a-z0-9]([a-z0-9.:/_-]*[a-z0-9])?$',
+              default: 'docker.io/library/postgres',
+            }),
+            tag: Type.String({ pattern: '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$', default: '18' }),
+          },
+          closed,
+        ),
+        storage: Type.Object(
+          {
+            size: Type.String({
+              pattern: '^[0-9]+(\\.[0-9]+)?(k|M|G|T|Ki|Mi|Gi|Ti)?$',
+              default: '20Gi',
+            }),
+            /** Empty means the cluster's default StorageClass. */
+            storageClassName: Type.Union([Type.Literal(''), ObjectName], { default: '' }),
+          },
+          closed,
+        ),
+        external: Type.Object(
+          {
+            host: Type.Optional(Hostname),
+            port: Type.Integer({ minimum: 1, maximum: 65535, default: 5432 }),
+            database: Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_$-]{0,62}$', default: 'svc' }),
+            existingSecret: Type.Optional(ObjectName),
+            ssl: Type.Union([Type.Literal('disable'), Type.Literal('require')], {
+              default: 'disable',
+            }),
+          },
+          closed,
+        ),
+      },
+      {
+        ...closed,
+        // §2.9: "when false, database.external.* is required".
+        if: { properties: { enabled: { const: false } } },
+        // biome-ignore lint/suspicious/noThenProperty: JSON Schema's if/then keyword, not a thenable.
+        then: { properties: { external: { required: ['host', 'existingSecret'] } } },
+      },
+    ),
+    ingress: Type.Object(
+      {
+        enabled: Type.Boolean({ default: true }),
+        /** Empty means the cluster's default IngressClass. */
+        className: Type.Union([Type.Literal(''), ObjectName], { default: '' }),
+        tls: Type.Object(
+          {
+            secretName: objectName({ default: 'svc-tls' }),
+            /** A cert-manager ClusterIssuer; empty means the Secret is provided by hand. */
+            issuerRef: Type.Union([Type.Literal(''), ObjectName], { default: '' }),
+          },
+          closed,
+        ),
+        hostnames: Type.Object({ mssp: Hostname, customer: WildcardHostname }, closed),
+      },
+      closed,
+    ),
+    auth: Type.Object(
+      {
+        mode: Type.Union([Type.Literal('internal'), Type.Literal('proxy')], {
+          default: 'internal',
+        }),
+      },
+      closed,
+    ),
+    oidc: Type.Object(
+      {
+        trustedHeaderUser: headerName('X-Forwarded-User'),
+        trustedHeaderEmail: headerName('X-Forwarded-Email'),
+        trustedHeaderGroups: headerName('X-Forwarded-Groups'),
+        trustedProxyCIDRs: Type.Array(Cidr, { maxItems: 100, default: [] }),
+      },
+      closed,
+    ),
+    defaults: Type.Object(
+      {
+        llm: Type.Object(
+          {
+            provider: Type.String({ pattern: '^([a-z][a-z0-9_-]{0,31})?$', default: '' }),
+            baseUrl: Type.String({ maxLength: 2048, pattern: '^(https://\\S+)?$', default: '' }),
+            model: Type.String({ maxLength: 200, default: '' }),
+          },
+          closed,
+        ),
+      },
+      closed,
+    ),
+    resources: Type.Object(
+      {
+        api: resources({ cpu: '500m', memory: '512Mi' }, { cpu: '2', memory: '2Gi' }),
+        orchestrator: resources({ cpu: '500m', memory: '1Gi' }, { cpu: '2', memory: '4Gi' }),
+        database: resources({ cpu: '250m', memory: '512Mi' }, { cpu: '2', memory: '2Gi' }),
+      },
+      closed,
+    ),
+    admission: Type.Object(
+      {
+        engine: Type.Union([Type.Literal('vap'), Type.Literal('none')], { default: 'vap' }),
+      },
+      closed,
+    ),
+    networkPolicies: Type.Object(
+      {
+        enabled: Type.Boolean({ default: true }),
+        /** Namespace of the ingress controller, the only outside source allowed to the API. */
+        ingressNamespace: dnsLabel({ default: 'ingress-nginx' }),
+      },
+      closed,
+    ),
+    licensing: Type.Object({ enabled: Type.Boolean({ default: false }) }, closed),
+    telemetry: Type.Object({ enabled: Type.Boolean({ default: false }) }, closed),
+  },
+  closed,
+);
+
+export type SystemValues = Static<typeof SystemValues>;

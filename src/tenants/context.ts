@@ -1,0 +1,71 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { HelmRunner } from '../cluster/helm.ts';
+import type { NamespaceStore } from '../cluster/namespaces.ts';
+import type { SecretStore } from '../cluster/secrets.ts';
+import type { AppDatabase } from '../db/pools.ts';
+import type { SystemGate } from '../db/system-gate.ts';
+import type { Logger } from '../log/index.ts';
+import type { TokenService } from '../tokens/index.ts';
+import type { ChartCatalog } from './catalog.ts';
+import type { InstallFacts, RenderSettings } from './render.ts';
+
+/** Timings of the lifecycle; every one is configurable (README, docs/orchestrator.md). */
+export interface OrchestratorTiming {
+  /** Spec §8 readiness wait: 15 min for the pilot-prod size. */
+  readinessTimeoutMs: number;
+  /** Time between `decommissioning` and the uninstall (spec §3.1 "grace period"). */
+  decommissionGraceMs: number;
+  /** Time a soft-deleted tenant's rows are kept before the hard delete. */
+  retentionMs: number;
+  /** How often the orchestrator looks for work it was not told about (other replicas, timers). */
+  pollMs: number;
+  /** How often readiness is re-read while waiting. */
+  readinessPollMs: number;
+  /** Spec §8: the adapter JWT is refreshed weekly. */
+  adapterTokenRefreshMs: number;
+  /** How long a helm install/upgrade/uninstall may take before it is treated as failed. */
+  helmTimeoutMs: number;
+  /** How long namespace deletion may take. */
+  namespaceDeleteMs: number;
+}
+
+/** The narrow parts the orchestrator works with; tests pass the real ones in directly. */
+export interface OrchestratorDeps {
+  db: AppDatabase;
+  system: SystemGate;
+  /** Secrets in the install namespace. */
+  secrets: SecretStore;
+  namespaces: NamespaceStore;
+  helm: HelmRunner;
+  kubeConfig: KubeConfig;
+  catalog: ChartCatalog;
+  tokens: TokenService;
+  install: InstallFacts;
+  settings: RenderSettings;
+  /**
+   * The tenant package version new tenants get (SVC_TENANT_CHART_VERSION); by default the
+   * newest catalog version the matrix marks supported for this svc.
+   */
+  installVersion?: string | undefined;
+  /** This svc's own version, the `system_version` of the compatibility matrix. */
+  systemVersion: string;
+  /** First port of the edge-proxy range; pair k is base+2k, base+2k+1. */
+  edgePortBase: number;
+  timing: OrchestratorTiming;
+  logger: Logger;
+  now: () => Date;
+}
+
+export const ORCHESTRATOR_ACTOR = 'system:orchestrator';
+
+export const DEFAULT_TIMING: OrchestratorTiming = {
+  readinessTimeoutMs: 15 * 60_000,
+  decommissionGraceMs: 24 * 3_600_000,
+  retentionMs: 30 * 24 * 3_600_000,
+  pollMs: 5_000,
+  readinessPollMs: 2_000,
+  adapterTokenRefreshMs: 7 * 24 * 3_600_000,
+  helmTimeoutMs: 10 * 60_000,
+  namespaceDeleteMs: 5 * 60_000,
+};
+export const DEFAULT_EDGE_PORT_BASE = 20_000;

@@ -1,0 +1,131 @@
+import { writeAudit } from '../audit/index.ts';
+import { ORCHESTRATOR_ACTOR, type OrchestratorDeps } from './context.ts';
+import { installSecretNames } from './create.ts';
+import { tryTransition } from './lifecycle.ts';
+import { loadTenant, RELEASE_NAME } from './provision.ts';
+import { namespaceLabels, namespaceOf } from './render.ts';
+import { recordStep } from './steps.ts';
+
+/**
+ * Spec §3.1 rows 5–6: once the grace period is over (the orchestrator only calls this then),
+ * the package is uninstalled, the namespace deleted, the install-namespace Secrets removed and
+ * the tenant soft-deleted. Each cluster step is idempotent, so a crash in between repeats it.
+ * The rows stay until the retention window ends (purgeTenant).
+ */
+export async function advanceDecommission(deps: OrchestratorDeps, tenantId: string): Promise<void> {
+  const tenant = await deps.db.withoutTenant((tx) => loadTenant(tx, tenantId));
+  if (tenant?.state !== 'decommissioning') return;
+  const namespace = namespaceOf(tenant.slug);
+  await deps.helm.uninstall({
+    release: RELEASE_NAME,
+    namespace,
+    timeoutMs: deps.timing.helmTimeoutMs,
+    wait: true,
+  });
+  await deps.namespaces.remove(namespace, {
+    waitMs: deps.timing.namespaceDeleteMs,
+    expectLabels: namespaceLabels(tenant.id, deps.install),
+  });
+  const names = Object.values(installSecretNames(tenant.id));
+  for (const name of names) await deps.secrets.remove(name);
+  await deps.db.withTenant(tenant.id, async (tx) => {
+    await recordStep(tx, tenant.id, 'decommissioned', ORCHESTRATOR_ACTOR, {
+      namespace,
+      release: RELEASE_NAME,
+      removed_secrets: names,
+    });
+    await tx.query('UPDATE tenants SET edge_port_pair = NULL WHERE id = $1', [tenant.id]);
+    const moved = await tryTransition(tx, {
+      tenantId: tenant.id,
+      trigger: 'grace_period_ended',
+      actor: ORCHESTRATOR_ACTOR,
+      details: {
+        namespace,
+        retention_ends_at: new Date(deps.now().getTime() + deps.timing.retentionMs).toISOString(),
+      },
+    });
+    if (!moved) return;
+    await writeAudit(tx, {
+      tenantId: tenant.id,
+      actorPrincipal: 'System',
+      actorId: ORCHESTRATOR_ACTOR,
+      action: 'tenant.soft_delete',
+      resourceType: 'tenant',
+      resourceId: tenant.id,
+      before: { state: 'decommissioning' },
+      after: { state: 'soft-deleted' },
+      details: { namespace, removed_secrets: names },
+    });
+  });
+}
+
+/**
+ * Every table holding a tenant's rows, children before parents. audit_log is not here on
+ * purpose: the trail outlives the tenant and ages out by the audit retention (spec §8).
+ * test/tenants/purge.test.ts fails when a table with tenant rows is missing.
+ */
+export const PURGE_ORDER = [
+  'pending_reviews',
+  'investigations',
+  'events',
+  'metrics_hourly',
+  'ioc_stats',
+  'rule_stats',
+  'analyzer_stats',
+  'integration_configs',
+  'branding_configs',
+  'tenant_secrets',
+  'tenant_lifecycle_events',
+  'adapter_credentials',
+  'adapter_heartbeats',
+] as const;
+
+/**
+ * Spec §3.1 last row: after the retention window the tenant and all its rows are removed.
+ * This crosses every tenant table at once, so it runs through the System gate (audited entry)
+ * and writes its own audit row, which keeps the tenant's id.
+ */
+export async function purgeTenant(deps: OrchestratorDeps, tenantId: string): Promise<void> {
+  await deps.system.withSystem('tenant.purge', async (tx) => {
+    const { rows } = await tx.query<{ slug: string; deleted_at: Date }>(
+      `SELECT slug, deleted_at FROM tenants WHERE id = $1 AND state = 'soft-deleted' FOR UPDATE`,
+      [tenantId],
+    );
+    const tenant = rows[0];
+    if (!tenant) return;
+    const removed: Record<string, number> = {};
+    for (const table of PURGE_ORDER) {
+      const result = await tx.query(`DELETE FROM ${table} WHERE tenant_id = $1`, [tenantId]);
+      removed[table] = result.rowCount ?? 0;
+    }
+    const sessions = await tx.query(
+      `DELETE FROM sessions WHERE tenant_context = $1
+          OR user_id IN (SELECT id FROM users WHERE tenant_id = $1)`,
+      [tenantId],
+    );
+    removed.sessions = sessions.rowCount ?? 0;
+    const credentials = await tx.query(
+      'DELETE FROM password_credentials WHERE user_id IN (SELECT id FROM users WHERE tenant_id = $1)',
+      [tenantId],
+    );
+    removed.password_credentials = credentials.rowCount ?? 0;
+    const users = await tx.query('DELETE FROM users WHERE tenant_id = $1', [tenantId]);
+    removed.users = users.rowCount ?? 0;
+    await tx.query('DELETE FROM tenants WHERE id = $1', [tenantId]);
+    await writeAudit(tx, {
+      tenantId,
+      actorPrincipal: 'System',
+      actorId: ORCHESTRATOR_ACTOR,
+      action: 'tenant.purge',
+      resourceType: 'tenant',
+      resourceId: tenantId,
+      before: {
+        state: 'soft-deleted',
+        slug: tenant.slug,
+        deleted_at: tenant.deleted_at.toISOString(),
+      },
+      after: null,
+      details: { removed },
+    });
+  });
+}

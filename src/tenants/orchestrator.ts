@@ -1,0 +1,221 @@
+import pg from 'pg';
+import { clientConfig, type DatabaseTarget } from '../db/target.ts';
+import type { OrchestratorDeps } from './context.ts';
+import { advanceDecommission, purgeTenant } from './decommission.ts';
+import { advanceProvisioning } from './provision.ts';
+import { refreshAdapterToken } from './token-refresh.ts';
+import { advanceUpgrade } from './upgrade.ts';
+
+/**
+ * One tenant at a time, cluster-wide: a session-level advisory lock on a dedicated connection.
+ * If the orchestrator dies, PostgreSQL drops the connection and the lock with it, so a
+ * restarted (or another replica's) orchestrator picks the tenant up where the lifecycle
+ * record says it stopped.
+ */
+export interface TenantLocks {
+  tryAcquire(tenantId: string): Promise<(() => Promise<void>) | undefined>;
+  close(): Promise<void>;
+}
+
+export function createTenantLocks(target: DatabaseTarget, max: number): TenantLocks {
+  const pool = new pg.Pool({ ...clientConfig(target, 'app'), max });
+  pool.on('error', () => undefined);
+  const key = 'SELECT hashtextextended($1, 0) AS k';
+  return {
+    async tryAcquire(tenantId) {
+      const client = await pool.connect();
+      try {
+        const { rows } = await client.query<{ ok: boolean }>(
+          `SELECT pg_try_advisory_lock((${key})) AS ok`,
+          [`svc.tenant:${tenantId}`],
+        );
+        if (!rows[0]?.ok) {
+          client.release();
+          return undefined;
+        }
+      } catch (error) {
+        client.release(error as Error);
+        throw error;
+      }
+      return async () => {
+        try {
+          await client.query(`SELECT pg_advisory_unlock((${key}))`, [`svc.tenant:${tenantId}`]);
+          client.release();
+        } catch (error) {
+          client.release(error as Error);
+        }
+      };
+    },
+    close: () => pool.end(),
+  };
+}
+
+export interface Orchestrator {
+  start(): void;
+  /** Look for work now (after an API call that created some). */
+  kick(): void;
+  /** One pass: starts a task for every tenant that has work and is not locked elsewhere. */
+  runOnce(): Promise<void>;
+  /** Tasks running in this process. */
+  busy(): number;
+  /** Resolves when no task is running. */
+  idle(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+interface Candidate {
+  id: string;
+  kind: 'provision' | 'decommission' | 'purge' | 'upgrade';
+}
+
+export function createOrchestrator(
+  deps: OrchestratorDeps & { locks: TenantLocks; concurrency: number },
+): Orchestrator {
+  const running = new Map<string, Promise<void>>();
+  const abort = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  let tokenTimer: NodeJS.Timeout | undefined;
+  let pass: Promise<void> | undefined;
+  let again = false;
+  let started = false;
+
+  async function candidates(): Promise<Candidate[]> {
+    const { timing } = deps;
+    return deps.db.withoutTenant(async (tx) => {
+      const { rows } = await tx.query<Candidate>(
+        `SELECT id, CASE
+                  WHEN state IN ('pending', 'provisioning') THEN 'provision'
+                  WHEN state = 'active' THEN 'upgrade'
+                  WHEN state = 'decommissioning' THEN 'decommission'
+                  ELSE 'purge' END AS kind
+           FROM tenants
+          WHERE (state = 'pending' AND error_details IS NULL)
+             OR state = 'provisioning'
+             OR (state = 'active' AND upgrade_target IS NOT NULL)
+             OR (state = 'decommissioning' AND state_changed_at <= $1::timestamptz - make_interval(secs => $2))
+             OR (state = 'soft-deleted' AND deleted_at <= $1::timestamptz - make_interval(secs => $3))
+          ORDER BY state_changed_at`,
+        [deps.now(), timing.decommissionGraceMs / 1000, timing.retentionMs / 1000],
+      );
+      return rows;
+    });
+  }
+
+  async function work(candidate: Candidate): Promise<void> {
+    const release = await deps.locks.tryAcquire(candidate.id);
+    if (!release) return; // another orchestrator has it
+    try {
+      switch (candidate.kind) {
+        case 'provision':
+          await advanceProvisioning(deps, candidate.id, abort.signal);
+          break;
+        case 'upgrade':
+          await advanceUpgrade(deps, candidate.id, abort.signal);
+          break;
+        case 'decommission':
+          await advanceDecommission(deps, candidate.id);
+          break;
+        case 'purge':
+          await purgeTenant(deps, candidate.id);
+          break;
+      }
+    } finally {
+      await release();
+    }
+  }
+
+  async function runOnce(): Promise<void> {
+    if (abort.signal.aborted) return;
+    for (const candidate of await candidates()) {
+      if (running.has(candidate.id) || running.size >= deps.concurrency) continue;
+      const task = work(candidate)
+        .catch((error) => {
+          if (!abort.signal.aborted)
+            deps.logger.error(
+              { err: error, tenant_id: candidate.id, kind: candidate.kind },
+              'orchestrator task failed; retried on the next pass',
+            );
+        })
+        .finally(() => {
+          running.delete(candidate.id);
+          // A finished task may have left follow-up work (provisioning → readiness).
+          if (!abort.signal.aborted) kick();
+        });
+      running.set(candidate.id, task);
+    }
+  }
+
+  function kick(): void {
+    if (!started || abort.signal.aborted) return;
+    if (pass) {
+      again = true;
+      return;
+    }
+    pass = runOnce()
+      .catch((error) => deps.logger.warn({ err: error }, 'orchestrator pass failed'))
+      .finally(() => {
+        pass = undefined;
+        if (again) {
+          again = false;
+          kick();
+        }
+      });
+  }
+
+  async function refreshTokens(): Promise<void> {
+    const rows = await deps.db.withoutTenant(async (tx) => {
+      const result = await tx.query<{ id: string }>(
+        `SELECT id FROM tenants WHERE state IN ('provisioning', 'active')`,
+      );
+      return result.rows;
+    });
+    for (const { id } of rows) {
+      if (abort.signal.aborted) return;
+      const release = await deps.locks.tryAcquire(id);
+      if (!release) continue;
+      try {
+        await refreshAdapterToken(deps, id);
+      } catch (error) {
+        deps.logger.warn(
+          { err: error, tenant_id: id },
+          'adapter token refresh failed; retried later',
+        );
+      } finally {
+        await release();
+      }
+    }
+  }
+
+  return {
+    start() {
+      started = true;
+      kick();
+      timer = setInterval(kick, deps.timing.pollMs);
+      timer.unref();
+      // Checked hourly; each tenant's token is rewritten once it is older than the refresh age.
+      const tokenCheck = Math.min(3_600_000, deps.timing.adapterTokenRefreshMs);
+      tokenTimer = setInterval(() => {
+        refreshTokens().catch((error) =>
+          deps.logger.warn({ err: error }, 'token refresh pass failed'),
+        );
+      }, tokenCheck);
+      tokenTimer.unref();
+    },
+    kick,
+    runOnce,
+    busy: () => running.size,
+    async idle() {
+      while (pass || running.size > 0) {
+        await pass;
+        await Promise.all(running.values());
+      }
+    },
+    async stop() {
+      clearInterval(timer);
+      clearInterval(tokenTimer);
+      abort.abort();
+      await pass;
+      await Promise.allSettled(running.values());
+    },
+  };
+}

@@ -1,0 +1,45 @@
+import { ORCHESTRATOR_ACTOR, type OrchestratorDeps } from './context.ts';
+import { loadTenant, upsertSecretRef } from './provision.ts';
+import { ADAPTER_TOKEN_SECRET, namespaceOf } from './render.ts';
+import { recordStep } from './steps.ts';
+
+/**
+ * Spec §5.2/§8: the adapter's JWT is refreshed weekly by rewriting its Secret in the tenant
+ * namespace (the token lives 8 days, so a refresh that runs late still lands in time). Only
+ * the reference's version and time go to the database.
+ */
+export async function refreshAdapterToken(
+  deps: OrchestratorDeps,
+  tenantId: string,
+): Promise<boolean> {
+  const tenant = await deps.db.withoutTenant((tx) => loadTenant(tx, tenantId));
+  if (!tenant || (tenant.state !== 'active' && tenant.state !== 'provisioning')) return false;
+  const ref = await deps.db.withTenant(tenantId, async (tx) => {
+    const { rows } = await tx.query<{ written_at: Date; namespace: string; version: number }>(
+      `SELECT coalesce(rotated_at, created_at) AS written_at, namespace, version FROM tenant_secrets
+        WHERE tenant_id = $1 AND purpose = 'adapter-token'`,
+      [tenantId],
+    );
+    return rows[0];
+  });
+  if (!ref) return false;
+  if (deps.now().getTime() - ref.written_at.getTime() < deps.timing.adapterTokenRefreshMs)
+    return false;
+  const namespace = namespaceOf(tenant.slug);
+  const minted = await deps.tokens.mintAdapter({ tenantId });
+  await deps.namespaces.putSecret(
+    namespace,
+    ADAPTER_TOKEN_SECRET.name,
+    { [ADAPTER_TOKEN_SECRET.key]: minted.token },
+    { 'managed-by': 'svc', 'tenant-id': tenantId },
+  );
+  await deps.db.withTenant(tenantId, async (tx) => {
+    await upsertSecretRef(tx, tenantId, 'adapter-token', namespace, ADAPTER_TOKEN_SECRET.name);
+    await recordStep(tx, tenantId, 'adapter_token_written', ORCHESTRATOR_ACTOR, {
+      namespace,
+      expires_at: new Date(minted.claims.exp * 1000).toISOString(),
+      version: ref.version + 1,
+    });
+  });
+  return true;
+}

@@ -1,0 +1,669 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { promisify } from 'node:util';
+import {
+  ApiException,
+  AuthorizationV1Api,
+  CoreV1Api,
+  type KubernetesObject,
+  KubernetesObjectApi,
+  type V1ClusterRole,
+  type V1Container,
+  type V1Deployment,
+  type V1Ingress,
+  type V1NetworkPolicy,
+  type V1NetworkPolicyPeer,
+  type V1Secret,
+  type V1StatefulSet,
+} from '@kubernetes/client-node';
+import { Compile } from 'typebox/compile';
+import { parse } from 'yaml';
+import { SystemValues } from '../../contracts/system-values.ts';
+import { SETTINGS } from '../../src/config/index.ts';
+import { createTestNamespace } from '../../testcluster/harness.ts';
+import {
+  helmWithValues,
+  mergeValues,
+  renderSystemChart,
+  sampleValues,
+  systemChart,
+  type Values,
+} from '../policies/system-chart.ts';
+import { getTestCluster, waitUntil } from '../support/cluster.ts';
+
+const run = promisify(execFile);
+const cluster = getTestCluster();
+const helm = join(cluster.binDir, 'helm');
+const ns = 'svc-system';
+const sample = sampleValues(ns);
+const repoRoot = join(import.meta.dirname, '..', '..');
+
+const render = (overrides: Values = {}, namespace = ns) =>
+  renderSystemChart(helm, namespace, mergeValues(sampleValues(namespace), overrides));
+
+function find<T extends KubernetesObject>(objects: KubernetesObject[], kind: string, name: string) {
+  const found = objects.find((o) => o.kind === kind && o.metadata?.name === name);
+  assert.ok(found, `rendered ${kind} ${name}`);
+  return found as T;
+}
+
+function container(objects: KubernetesObject[], kind: string, name: string): V1Container {
+  const workload = find<V1Deployment | V1StatefulSet>(objects, kind, name);
+  const first = workload.spec?.template.spec?.containers[0];
+  assert.ok(first, `${kind} ${name} has a container`);
+  return first;
+}
+
+function env(c: V1Container): Record<string, string | undefined> {
+  return Object.fromEntries((c.env ?? []).map((e) => [e.name, e.value]));
+}
+
+const chartValues = parse(await readFile(join(systemChart, 'values.yaml'), 'utf8')) as Values;
+const checkValues = Compile(SystemValues);
+
+test('§9.5.1 helm lint --strict passes for the system chart with sample values', async () => {
+  const out = await helmWithValues(
+    helm,
+    ['lint', '--strict', systemChart, '--namespace', ns],
+    sample,
+  );
+  assert.match(out, /1 chart\(s\) linted, 0 chart\(s\) failed/);
+});
+
+test('§9.1 the chart version equals package.json and has a compatibility-list entry', async () => {
+  const chart = parse(await readFile(join(systemChart, 'Chart.yaml'), 'utf8')) as {
+    version: string;
+  };
+  const pkg = JSON.parse(await readFile(join(repoRoot, 'package.json'), 'utf8')) as {
+    version: string;
+  };
+  assert.equal(chart.version, pkg.version);
+  const compat = parse(
+    await readFile(join(repoRoot, 'sql', 'chart-compatibility.yaml'), 'utf8'),
+  ) as Array<{ system: string }>;
+  assert.ok(compat.some((entry) => String(entry.system) === chart.version));
+});
+
+/** The object of every `default` in a schema, nested as the values are. */
+function schemaDefaults(schema: unknown): unknown {
+  const node = schema as { default?: unknown; properties?: Record<string, unknown> };
+  if (node.default !== undefined) return node.default;
+  if (node.properties === undefined) return undefined;
+  const out: Values = {};
+  for (const [key, child] of Object.entries(node.properties)) {
+    const value = schemaDefaults(child);
+    if (value !== undefined) out[key] = value;
+  }
+  return out;
+}
+
+test('§2.9 values.yaml holds exactly the defaults of the TypeBox schema', () => {
+  // The keys without a default are the ones an operator must write (sampleValues).
+  assert.deepEqual(chartValues, schemaDefaults(SystemValues));
+  assert.equal(checkValues.Check(mergeValues(chartValues, sample)), true);
+});
+
+test('§2.9 resources of the API, orchestrator and database are the spec defaults', async () => {
+  const objects = await render();
+  assert.deepEqual(container(objects, 'Deployment', 'svc-api').resources, {
+    requests: { cpu: '500m', memory: '512Mi' },
+    limits: { cpu: '2', memory: '2Gi' },
+  });
+  assert.deepEqual(container(objects, 'Deployment', 'svc-orchestrator').resources, {
+    requests: { cpu: '500m', memory: '1Gi' },
+    limits: { cpu: '2', memory: '4Gi' },
+  });
+  assert.deepEqual(container(objects, 'StatefulSet', 'svc-postgres').resources, {
+    requests: { cpu: '250m', memory: '512Mi' },
+    limits: { cpu: '2', memory: '2Gi' },
+  });
+  const postgres = find<V1StatefulSet>(objects, 'StatefulSet', 'svc-postgres');
+  const claim = postgres.spec?.volumeClaimTemplates?.[0]?.spec;
+  assert.equal(claim?.resources?.requests?.storage, '20Gi');
+  assert.equal(claim?.storageClassName, undefined, 'empty storageClassName: cluster default');
+  const sized = await render({ database: { storage: { size: '50Gi', storageClassName: 'fast' } } });
+  const sizedClaim = find<V1StatefulSet>(sized, 'StatefulSet', 'svc-postgres').spec
+    ?.volumeClaimTemplates?.[0]?.spec;
+  assert.equal(sizedClaim?.resources?.requests?.storage, '50Gi');
+  assert.equal(sizedClaim?.storageClassName, 'fast');
+});
+
+test('§2.9 API and orchestrator run svc serve with probes; the orchestrator loop only in one', async () => {
+  const objects = await render();
+  const api = container(objects, 'Deployment', 'svc-api');
+  const orchestrator = container(objects, 'Deployment', 'svc-orchestrator');
+  for (const c of [api, orchestrator]) {
+    assert.equal(c.image, 'registry.example.com/svc/svc:0.1.0');
+    assert.equal(c.imagePullPolicy, 'IfNotPresent');
+    assert.deepEqual(c.command, ['svc', 'serve']);
+    assert.equal(c.readinessProbe?.httpGet?.path, '/healthz');
+    assert.ok(c.livenessProbe?.tcpSocket, 'liveness does not depend on the database');
+    assert.ok(c.startupProbe, 'startup probe covers migrations');
+  }
+  assert.equal(env(api).SVC_ORCHESTRATOR, 'off');
+  assert.equal(env(orchestrator).SVC_ORCHESTRATOR, 'on');
+  const postgres = container(objects, 'StatefulSet', 'svc-postgres');
+  assert.deepEqual(postgres.readinessProbe?.exec?.command?.slice(0, 1), ['pg_isready']);
+  assert.ok(postgres.livenessProbe);
+  const tagged = await render({
+    image: { tag: 'latest', pullPolicy: 'Always' },
+    api: { replicas: 3 },
+  });
+  assert.equal(
+    container(tagged, 'Deployment', 'svc-api').image,
+    'registry.example.com/svc/svc:latest',
+  );
+  assert.equal(find<V1Deployment>(tagged, 'Deployment', 'svc-api').spec?.replicas, 3);
+  assert.equal(find<V1Deployment>(tagged, 'Deployment', 'svc-orchestrator').spec?.replicas, 1);
+});
+
+test('§2.9 values reach svc serve as the environment variables src/config reads', async () => {
+  const objects = await render({
+    auth: { mode: 'proxy' },
+    oidc: {
+      trustedHeaderUser: 'X-Auth-User',
+      trustedHeaderEmail: 'X-Auth-Email',
+      trustedHeaderGroups: 'X-Auth-Groups',
+      trustedProxyCIDRs: ['10.0.0.0/8', '192.168.1.0/24'],
+    },
+    defaults: { llm: { provider: 'openai', baseUrl: 'https://llm.example.com/v1', model: 'm' } },
+  });
+  const api = container(objects, 'Deployment', 'svc-api');
+  const vars = env(api);
+  assert.deepEqual(
+    {
+      mode: vars.SVC_AUTH_MODE,
+      user: vars.SVC_TRUSTED_HEADER_USER,
+      email: vars.SVC_TRUSTED_HEADER_EMAIL,
+      groups: vars.SVC_TRUSTED_HEADER_GROUPS,
+      cidrs: vars.SVC_TRUSTED_PROXY_CIDRS,
+      namespace: vars.SVC_INSTALL_NAMESPACE,
+      mssp: vars.SVC_MSSP_HOSTNAME,
+      customer: vars.SVC_CUSTOMER_HOSTNAME,
+      msspId: vars.SVC_MSSP_ID,
+      installId: vars.SVC_INSTALL_ID,
+      llm: vars.SVC_LLM_BASE_URL,
+      host: vars.SVC_HOST,
+    },
+    {
+      mode: 'proxy',
+      user: 'X-Auth-User',
+      email: 'X-Auth-Email',
+      groups: 'X-Auth-Groups',
+      cidrs: '10.0.0.0/8,192.168.1.0/24',
+      namespace: ns,
+      mssp: 'mssp.example.com',
+      customer: '*.customers.example.com',
+      msspId: '3f2a1c4e-5b6d-4e7f-8a9b-0c1d2e3f4a5b',
+      installId: '9b1c2d3e-4f5a-4b6c-8d7e-8f9a0b1c2d3e',
+      llm: 'https://llm.example.com/v1',
+      host: '0.0.0.0',
+    },
+  );
+  // Every SVC_* variable the chart sets is one svc reads: a rename in src/config fails here.
+  const unknown = (api.env ?? [])
+    .map((e) => e.name)
+    .filter((name) => name.startsWith('SVC_') && !(name in SETTINGS));
+  assert.deepEqual(unknown, []);
+});
+
+test('§2.9 the in-chart database: generated credentials with the six keys, svc bootstraps the roles', async () => {
+  const objects = await render();
+  const secret = find<V1Secret>(objects, 'Secret', 'svc-database');
+  const data = Object.fromEntries(
+    Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]),
+  );
+  assert.deepEqual(Object.keys(data).sort(), [
+    'admin_password',
+    'admin_user',
+    'app_password',
+    'app_user',
+    'mssp_password',
+    'mssp_user',
+    'superuser_password',
+  ]);
+  assert.deepEqual(
+    [data.admin_user, data.app_user, data.mssp_user],
+    ['svc_admin', 'svc_app', 'svc_mssp'],
+  );
+  for (const key of ['superuser_password', 'admin_password', 'app_password', 'mssp_password']) {
+    assert.match(data[key] ?? '', /^[A-Za-z0-9]{32}$/);
+  }
+  const vars = env(container(objects, 'Deployment', 'svc-api'));
+  assert.equal(vars.SVC_DATABASE_HOST, 'svc-postgres.svc-system.svc');
+  assert.equal(vars.SVC_DATABASE_CREDENTIALS_DIR, '/var/run/secrets/svc/database');
+  assert.match(
+    vars.SVC_DATABASE_BOOTSTRAP_URL ?? '',
+    /^postgres:\/\/postgres:\$\(DATABASE_SUPERUSER_PASSWORD\)@/,
+  );
+  const api = find<V1Deployment>(objects, 'Deployment', 'svc-api');
+  const volume = api.spec?.template.spec?.volumes?.find((v) => v.name === 'database-credentials');
+  assert.equal(volume?.secret?.secretName, 'svc-database');
+  assert.equal(volume?.secret?.items?.length, 6, 'the superuser password is not mounted');
+  find(objects, 'Service', 'svc-postgres');
+});
+
+test('§2.9 database.enabled=false: no PostgreSQL, svc uses database.external and its existingSecret', async () => {
+  const objects = await render({
+    database: {
+      enabled: false,
+      external: {
+        host: 'pg.example.internal',
+        port: 6432,
+        database: 'svcdb',
+        existingSecret: 'ext-db',
+        ssl: 'require',
+      },
+    },
+  });
+  assert.deepEqual(
+    objects.filter(
+      (o) => o.metadata?.name === 'svc-postgres' || o.metadata?.name === 'svc-database',
+    ),
+    [],
+  );
+  const vars = env(container(objects, 'Deployment', 'svc-api'));
+  assert.deepEqual(
+    [vars.SVC_DATABASE_HOST, vars.SVC_DATABASE_PORT, vars.SVC_DATABASE_NAME, vars.SVC_DATABASE_SSL],
+    ['pg.example.internal', '6432', 'svcdb', 'require'],
+  );
+  assert.equal(vars.SVC_DATABASE_BOOTSTRAP_URL, undefined);
+  const api = find<V1Deployment>(objects, 'Deployment', 'svc-api');
+  const volume = api.spec?.template.spec?.volumes?.find((v) => v.name === 'database-credentials');
+  assert.equal(volume?.secret?.secretName, 'ext-db');
+  assert.deepEqual(
+    volume?.secret?.items?.map((i) => i.key),
+    ['admin_user', 'admin_password', 'app_user', 'app_password', 'mssp_user', 'mssp_password'],
+  );
+});
+
+test('§2.9 the Ingress serves the MSSP host and the wildcard customer host over TLS', async () => {
+  const plain = find<V1Ingress>(await render(), 'Ingress', 'svc');
+  assert.equal(plain.metadata?.annotations, undefined);
+  assert.equal(plain.spec?.ingressClassName, undefined);
+  const objects = await render({
+    ingress: { className: 'nginx', tls: { secretName: 'svc-cert', issuerRef: 'letsencrypt-dns' } },
+  });
+  const ingress = find<V1Ingress>(objects, 'Ingress', 'svc');
+  assert.equal(ingress.spec?.ingressClassName, 'nginx');
+  assert.equal(
+    ingress.metadata?.annotations?.['cert-manager.io/cluster-issuer'],
+    'letsencrypt-dns',
+  );
+  assert.deepEqual(ingress.spec?.tls, [
+    { secretName: 'svc-cert', hosts: ['mssp.example.com', '*.customers.example.com'] },
+  ]);
+  assert.deepEqual(
+    ingress.spec?.rules?.map((r) => [r.host, r.http?.paths[0]?.backend.service?.name]),
+    [
+      ['mssp.example.com', 'svc-api'],
+      ['*.customers.example.com', 'svc-api'],
+    ],
+  );
+  const off = await render({ ingress: { enabled: false } });
+  assert.equal(off.filter((o) => o.kind === 'Ingress').length, 0);
+});
+
+test('§2.5 every object lands in the release namespace except the ClusterRole, its binding and the policies', async () => {
+  const objects = await render({}, 'svc-elsewhere');
+  const clusterScoped = objects
+    .filter((o) => o.metadata?.namespace === undefined)
+    .map((o) => `${o.kind}/${o.metadata?.name}`)
+    .sort();
+  assert.deepEqual(clusterScoped, [
+    'ClusterRole/svc.svc-elsewhere',
+    'ClusterRoleBinding/svc.svc-elsewhere',
+    'ValidatingAdmissionPolicy/svc-cluster-scoped-writes.svc-elsewhere',
+    'ValidatingAdmissionPolicy/svc-namespaced-writes.svc-elsewhere',
+    'ValidatingAdmissionPolicy/svc-tenant-namespaces.svc-elsewhere',
+    'ValidatingAdmissionPolicyBinding/svc-cluster-scoped-writes.svc-elsewhere',
+    'ValidatingAdmissionPolicyBinding/svc-namespaced-writes.svc-elsewhere',
+    'ValidatingAdmissionPolicyBinding/svc-tenant-namespaces.svc-elsewhere',
+  ]);
+  const elsewhere = objects.filter(
+    (o) => o.metadata?.namespace !== undefined && o.metadata.namespace !== 'svc-elsewhere',
+  );
+  assert.deepEqual(elsewhere, []);
+});
+
+test('§1.8 licensing and telemetry default to false and render nothing', async () => {
+  const licensing = chartValues.licensing as { enabled: boolean };
+  const telemetry = chartValues.telemetry as { enabled: boolean };
+  assert.equal(licensing.enabled, false);
+  assert.equal(telemetry.enabled, false);
+  for (const enabled of [false, true]) {
+    const objects = await render({ licensing: { enabled }, telemetry: { enabled } });
+    const text = JSON.stringify(objects);
+    assert.doesNotMatch(text, /licens|telemetry/i);
+  }
+});
+
+test('§2.9 admission.engine=vap renders the three policies with the install literally; none renders none', async () => {
+  const objects = await render({ serviceAccount: { name: 'svc-cp' } });
+  const policies = objects.filter((o) => o.kind?.startsWith('ValidatingAdmissionPolicy'));
+  assert.equal(policies.length, 6);
+  const text = JSON.stringify(policies);
+  assert.doesNotMatch(text, /params|paramKind|paramRef/);
+  assert.match(text, /system:serviceaccount:svc-system:svc-cp/);
+  assert.match(text, /9b1c2d3e-4f5a-4b6c-8d7e-8f9a0b1c2d3e/);
+  assert.match(text, /3f2a1c4e-5b6d-4e7f-8a9b-0c1d2e3f4a5b/);
+  const none = await render({ admission: { engine: 'none' } });
+  assert.equal(none.filter((o) => o.kind?.startsWith('ValidatingAdmissionPolicy')).length, 0);
+});
+
+/** The sources of a NetworkPolicy's first rule, as rendered (YAML `from`, not the model's `_from`). */
+function peers(objects: KubernetesObject[], name: string): V1NetworkPolicyPeer[] {
+  const policy = find<V1NetworkPolicy>(objects, 'NetworkPolicy', name);
+  const rule = policy.spec?.ingress?.[0] as { from?: V1NetworkPolicyPeer[] } | undefined;
+  return rule?.from ?? [];
+}
+
+test('§5.8 NetworkPolicies: the API from the ingress controller and this install’s tenants, the database from svc only', async () => {
+  const objects = await render();
+  assert.deepEqual(
+    peers(objects, 'svc-api').map(
+      (peer) => peer.namespaceSelector?.matchLabels ?? peer.podSelector?.matchLabels,
+    ),
+    [
+      { 'kubernetes.io/metadata.name': 'ingress-nginx' },
+      { 'managed-by': 'svc', 'install-id': '9b1c2d3e-4f5a-4b6c-8d7e-8f9a0b1c2d3e' },
+      { 'app.kubernetes.io/part-of': 'svc', 'app.kubernetes.io/instance': 'svc' },
+    ],
+  );
+  assert.deepEqual(
+    peers(objects, 'svc-postgres').map((peer) => [
+      peer.namespaceSelector,
+      peer.podSelector?.matchLabels?.['app.kubernetes.io/component'],
+    ]),
+    [
+      [undefined, 'api'],
+      [undefined, 'orchestrator'],
+    ],
+  );
+  assert.deepEqual(
+    find<V1NetworkPolicy>(objects, 'NetworkPolicy', 'svc-orchestrator').spec?.ingress,
+    [],
+  );
+  const off = await render({ networkPolicies: { enabled: false } });
+  assert.equal(off.filter((o) => o.kind === 'NetworkPolicy').length, 0);
+});
+
+test('§5.8 the ClusterRole grants no wildcard, nothing on admission, RBAC escalation or cluster-scoped kinds', async () => {
+  const role = find<V1ClusterRole>(await render(), 'ClusterRole', 'svc.svc-system');
+  for (const rule of role.rules ?? []) {
+    const text = JSON.stringify(rule);
+    assert.doesNotMatch(text, /"\*"/);
+    assert.doesNotMatch(text, /admissionregistration|apiextensions|escalate|bind"|impersonate/);
+    assert.doesNotMatch(text, /clusterrole|"nodes"|persistentvolumes"|storageclasses/);
+  }
+});
+
+// Each case: values over the sample, and the text helm must print. TypeBox, given the same
+// values merged over values.yaml as Helm merges them, must agree.
+const rejected: Array<[string, Values, RegExp]> = [
+  ['a missing install.installId', { install: { installId: null } }, /missing property 'installId'/],
+  [
+    'a missing ingress hostname',
+    { ingress: { hostnames: { mssp: null } } },
+    /missing property 'mssp'/,
+  ],
+  ['a bad uuid', { install: { msspId: 'not-a-uuid' } }, /msspId.*does not match pattern/],
+  [
+    'an upper-case uuid',
+    { install: { installId: '9B1C2D3E-4F5A-4B6C-8D7E-8F9A0B1C2D3E' } },
+    /installId/,
+  ],
+  ['database.enabled as a string', { database: { enabled: 'yes' } }, /\/database\/enabled/],
+  [
+    'a port as a string',
+    { database: { external: { port: 'five' } } },
+    /\/database\/external\/port/,
+  ],
+  ['auth.mode outside internal|proxy', { auth: { mode: 'oidc' } }, /\/auth\/mode/],
+  [
+    'admission.engine outside vap|none',
+    { admission: { engine: 'kyverno' } },
+    /\/admission\/engine/,
+  ],
+  ['a bad CIDR', { oidc: { trustedProxyCIDRs: ['10.0.0.0/33'] } }, /trustedProxyCIDRs/],
+  [
+    'a customer hostname without a wildcard',
+    { ingress: { hostnames: { customer: 'customers.example.com' } } },
+    /customer/,
+  ],
+  ['an upper-case hostname', { ingress: { hostnames: { mssp: 'MSSP.example.com' } } }, /mssp/],
+  ['licensing.enabled as a string', { licensing: { enabled: 'false' } }, /\/licensing\/enabled/],
+  ['an unknown top-level key', { replicas: 2 }, /additional properties 'replicas' not allowed/],
+  [
+    'an unknown nested key',
+    { resources: { api: { requests: { gpu: '1' } } } },
+    /additional properties 'gpu' not allowed/,
+  ],
+  [
+    'database.enabled=false without database.external',
+    { database: { enabled: false } },
+    /missing properties 'host', 'existingSecret'/,
+  ],
+  [
+    'database.enabled=false without existingSecret',
+    { database: { enabled: false, external: { host: 'db.example.com' } } },
+    /missing property 'existingSecret'/,
+  ],
+];
+
+test('§2.9 values.schema.json rejects missing keys, wrong types, bad uuids, unknown keys and an incomplete external database', async () => {
+  for (const [what, overrides, message] of rejected) {
+    await assert.rejects(
+      helmWithValues(
+        helm,
+        ['template', 'svc', systemChart, '--namespace', ns],
+        mergeValues(sample, overrides),
+      ),
+      (error: Error) =>
+        message.test(error.message) && /don't meet the specifications/.test(error.message),
+      `helm must reject ${what}`,
+    );
+  }
+});
+
+test('§2.9 TypeBox Compile(SystemValues) agrees with Helm on every case', () => {
+  for (const [what, overrides] of rejected) {
+    const merged = mergeValues(chartValues, mergeValues(sample, overrides));
+    assert.equal(checkValues.Check(merged), false, `TypeBox must reject ${what}`);
+  }
+  const accepted: Values[] = [
+    {},
+    { database: { enabled: false, external: { host: 'db.example.com', existingSecret: 's' } } },
+    { resources: { api: { limits: { cpu: 2 } } } },
+    { oidc: { trustedProxyCIDRs: ['10.0.0.0/8', 'fd00::/8'] }, auth: { mode: 'proxy' } },
+    { image: { tag: 'latest' }, ingress: { tls: { issuerRef: 'letsencrypt' } } },
+  ];
+  for (const overrides of accepted) {
+    const merged = mergeValues(chartValues, mergeValues(sample, overrides));
+    assert.deepEqual([...checkValues.Errors(merged)], [], JSON.stringify(overrides));
+  }
+});
+
+test('§2.9 accepted values render with helm too', async () => {
+  const objects = await render({
+    database: { enabled: false, external: { host: 'db.example.com', existingSecret: 's' } },
+    resources: { api: { limits: { cpu: 2 } } },
+    oidc: { trustedProxyCIDRs: ['10.0.0.0/8', 'fd00::/8'] },
+  });
+  assert.equal(container(objects, 'Deployment', 'svc-api').resources?.limits?.cpu, 2);
+});
+
+test('§2.9 checks before install: the nil uuid and a release outside install.namespace are refused', async () => {
+  const nil = '00000000-0000-0000-0000-000000000000';
+  await assert.rejects(
+    render({ install: { installId: nil } }),
+    /install\.installId: expected this install's uuid, got the nil uuid/,
+  );
+  await assert.rejects(
+    render({ install: { msspId: nil } }),
+    /install\.msspId: expected this MSSP's uuid/,
+  );
+  await assert.rejects(
+    renderSystemChart(helm, 'default', sample),
+    /must be installed into the install namespace "svc-system" \(install.namespace\), not "default"/,
+  );
+});
+
+// On the cluster: the rendered RBAC alone (no admission policies), asked with
+// SubjectAccessReviews. The install namespace is fresh, so the ClusterRole and binding, named
+// after it, are unique to this run.
+test('§5.8 RBAC: svc may create namespaces and tenant workloads, but nothing on admission, RBAC escalation or cluster kinds', {
+  timeout: 120_000,
+}, async () => {
+  const namespace = await createTestNamespace(cluster, 'svc-rbac');
+  const objects = await renderSystemChart(helm, namespace, sampleValues(namespace), [
+    'templates/serviceaccount.yaml',
+    'templates/rbac.yaml',
+  ]);
+  assert.deepEqual(objects.map((o) => o.kind).sort(), [
+    'ClusterRole',
+    'ClusterRoleBinding',
+    'Role',
+    'RoleBinding',
+    'ServiceAccount',
+  ]);
+  const admin = KubernetesObjectApi.makeApiClient(cluster.kubeConfig);
+  const created: KubernetesObject[] = [];
+  try {
+    for (const object of objects) created.push(await admin.create(object));
+    const authz = cluster.kubeConfig.makeApiClient(AuthorizationV1Api);
+    const can = async (verb: string, resource: string, group = '', where?: string) => {
+      const review = await authz.createSubjectAccessReview({
+        body: {
+          spec: {
+            user: `system:serviceaccount:${namespace}:svc`,
+            groups: [
+              'system:serviceaccounts',
+              `system:serviceaccounts:${namespace}`,
+              'system:authenticated',
+            ],
+            resourceAttributes: { verb, resource, group, ...(where ? { namespace: where } : {}) },
+          },
+        },
+      });
+      return review.status?.allowed === true;
+    };
+    await waitUntil('the svc ClusterRoleBinding to take effect', async () =>
+      (await can('create', 'namespaces')) ? true : undefined,
+    );
+    const allowed: Array<[string, string, string, string?]> = [
+      ['create', 'namespaces', ''],
+      ['delete', 'namespaces', ''],
+      ['create', 'deployments', 'apps', 'tenant-anything'],
+      ['create', 'statefulsets', 'apps', 'tenant-anything'],
+      ['create', 'secrets', '', 'tenant-anything'],
+      ['update', 'secrets', '', namespace],
+      ['create', 'roles', 'rbac.authorization.k8s.io', 'tenant-anything'],
+      ['create', 'rolebindings', 'rbac.authorization.k8s.io', 'tenant-anything'],
+      ['create', 'networkpolicies', 'networking.k8s.io', 'tenant-anything'],
+      ['create', 'resourcequotas', '', 'tenant-anything'],
+      ['list', 'pods', '', 'tenant-anything'],
+    ];
+    for (const [verb, resource, group, where] of allowed) {
+      assert.equal(
+        await can(verb, resource, group, where),
+        true,
+        `may ${verb} ${resource} ${where ?? ''}`,
+      );
+    }
+    const denied: Array<[string, string, string, string?]> = [
+      ['create', 'validatingadmissionpolicies', 'admissionregistration.k8s.io'],
+      ['delete', 'validatingadmissionpolicies', 'admissionregistration.k8s.io'],
+      ['create', 'validatingadmissionpolicybindings', 'admissionregistration.k8s.io'],
+      ['delete', 'validatingadmissionpolicybindings', 'admissionregistration.k8s.io'],
+      ['create', 'validatingwebhookconfigurations', 'admissionregistration.k8s.io'],
+      ['create', 'mutatingwebhookconfigurations', 'admissionregistration.k8s.io'],
+      ['create', 'clusterroles', 'rbac.authorization.k8s.io'],
+      ['delete', 'clusterroles', 'rbac.authorization.k8s.io'],
+      ['create', 'clusterrolebindings', 'rbac.authorization.k8s.io'],
+      ['delete', 'clusterrolebindings', 'rbac.authorization.k8s.io'],
+      ['create', 'nodes', ''],
+      ['delete', 'nodes', ''],
+      ['create', 'persistentvolumes', ''],
+      ['delete', 'persistentvolumes', ''],
+      ['create', 'customresourcedefinitions', 'apiextensions.k8s.io'],
+      ['delete', 'customresourcedefinitions', 'apiextensions.k8s.io'],
+      ['create', 'storageclasses', 'storage.k8s.io'],
+      ['escalate', 'roles', 'rbac.authorization.k8s.io', 'tenant-anything'],
+      ['escalate', 'clusterroles', 'rbac.authorization.k8s.io'],
+      ['bind', 'roles', 'rbac.authorization.k8s.io', 'tenant-anything'],
+      ['bind', 'clusterroles', 'rbac.authorization.k8s.io'],
+      ['impersonate', 'users', ''],
+      ['impersonate', 'groups', ''],
+      ['impersonate', 'serviceaccounts', '', 'kube-system'],
+      ['create', 'pods', '', 'tenant-anything'],
+      ['create', 'pods/exec', '', 'tenant-anything'],
+    ];
+    for (const [verb, resource, group, where] of denied) {
+      assert.equal(await can(verb, resource, group, where), false, `may not ${verb} ${resource}`);
+    }
+  } finally {
+    for (const object of created.reverse()) await admin.delete(object).catch(() => undefined);
+    await cluster.kubeConfig
+      .makeApiClient(CoreV1Api)
+      .deleteNamespace({ name: namespace })
+      .catch(() => undefined);
+  }
+});
+
+// The whole chart through `helm install` and `helm upgrade` on the test cluster (kwok runs no
+// containers, so this proves the objects are accepted and the lookups work, not that svc runs).
+test('§2.9 helm install, then upgrade keeps the generated secrets and refuses another installId', {
+  timeout: 240_000,
+}, async () => {
+  const namespace = await createTestNamespace(cluster, 'svc-system');
+  const values = mergeValues(
+    sampleValues(namespace, { installId: randomUUID(), msspId: randomUUID() }),
+    {},
+  );
+  const helmIn = (args: string[], v: Values) =>
+    helmWithValues(
+      helm,
+      [...args, '--namespace', namespace, '--kubeconfig', cluster.kubeconfigPath],
+      v,
+    );
+  const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+  try {
+    await helmIn(['install', 'svc', systemChart, '--timeout', '2m'], values);
+    const secrets = async () =>
+      Promise.all(
+        ['svc-database', 'svc-token-key'].map(
+          async (name) => (await core.readNamespacedSecret({ name, namespace })).data,
+        ),
+      );
+    const before = await secrets();
+    await helmIn(['upgrade', 'svc', systemChart, '--timeout', '2m'], values);
+    assert.deepEqual(await secrets(), before, 'passwords and the token key survive an upgrade');
+
+    await assert.rejects(
+      helmIn(
+        ['upgrade', 'svc', systemChart],
+        mergeValues(values, { install: { installId: randomUUID() } }),
+      ),
+      /install\.installId: this install already has installId/,
+    );
+    const install = await core.readNamespacedConfigMap({ name: 'svc-install', namespace });
+    assert.equal(install.data?.installId, (values.install as { installId: string }).installId);
+  } finally {
+    await run(helm, [
+      'uninstall',
+      'svc',
+      '--namespace',
+      namespace,
+      '--kubeconfig',
+      cluster.kubeconfigPath,
+    ]).catch(() => undefined);
+    await core.deleteNamespace({ name: namespace }).catch((error: unknown) => {
+      if (!(error instanceof ApiException && error.code === 404)) throw error;
+    });
+  }
+});

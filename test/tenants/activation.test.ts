@@ -1,0 +1,98 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { refreshAdapterToken } from '../../src/tenants/token-refresh.ts';
+import {
+  adapterHeartbeat,
+  createTenantVia,
+  lifecycle,
+  type Orchestration,
+  startOrchestration,
+  tenantConfig,
+  tenantRow,
+  uniqueSlug,
+  waitForState,
+} from './support.ts';
+
+let o: Orchestration;
+
+before(async () => {
+  // Readiness is re-read only every 8 s: the heartbeat below lands while the package is
+  // installed but not yet recorded Ready.
+  o = await startOrchestration({ timing: { readinessPollMs: 8_000 } });
+});
+after(async () => {
+  await o.close();
+});
+
+test('§3.1 row 3 a heartbeat before the package is Ready does not activate; recording readiness then does', {
+  timeout: 300_000,
+}, async () => {
+  const slug = uniqueSlug('early');
+  const id = await createTenantVia(o, tenantConfig(slug));
+  await waitForState(o, id, 'provisioning');
+  const beat = await adapterHeartbeat(o, slug);
+  assert.deepEqual(
+    [beat.status, beat.body],
+    [200, { tenant_state: 'provisioning', activated: false }],
+  );
+  assert.ok(!(await lifecycle(o, id)).includes('step:package_ready'), 'readiness not yet recorded');
+
+  const row = await waitForState(o, id, 'active');
+  assert.equal(row.error_details, null);
+  assert.deepEqual((await lifecycle(o, id)).slice(-2), [
+    'step:package_ready',
+    'provisioning->active',
+  ]);
+  const { rows } = await o.db.pools.mssp.query<{ details: Record<string, unknown> }>(
+    `SELECT details FROM tenant_lifecycle_events WHERE tenant_id = $1 AND to_state = 'active'`,
+    [id],
+  );
+  assert.equal(rows[0]?.details.completed_by, 'package_ready');
+  const { rows: audit } = await o.db.pools.mssp.query<{ action: string; actor_id: string }>(
+    `SELECT action, actor_id FROM audit_log WHERE tenant_id = $1 AND action = 'tenant.activate'`,
+    [id],
+  );
+  assert.deepEqual(audit, [{ action: 'tenant.activate', actor_id: 'system:orchestrator' }]);
+  // Later heartbeats only refresh liveness.
+  await sleep(10);
+  const again = await adapterHeartbeat(o, slug);
+  assert.deepEqual(again.body, { tenant_state: 'active', activated: false });
+  assert.equal((await tenantRow(o, id))?.state, 'active');
+});
+
+test('§8 the adapter JWT is refreshed weekly by rewriting its Secret; the database records only the new version', {
+  timeout: 300_000,
+}, async () => {
+  const slug = uniqueSlug('token');
+  const id = await createTenantVia(o, tenantConfig(slug));
+  await waitForState(o, id, 'provisioning');
+  const namespace = `tenant-${slug}`;
+  const read = async () => {
+    const s = await o.core.readNamespacedSecret({ name: 'svc-adapter-token', namespace });
+    return Buffer.from(s.data?.token ?? '', 'base64').toString();
+  };
+  const first = await read();
+  const dayMs = 86_400_000;
+  const at = (days: number) => ({ ...o.deps, now: () => new Date(Date.now() + days * dayMs) });
+
+  assert.equal(await refreshAdapterToken(at(6), id), false, 'not due after six days');
+  assert.equal(await read(), first);
+  assert.equal(await refreshAdapterToken(at(7.01), id), true, 'due after a week');
+  const second = await read();
+  assert.notEqual(second, first);
+  const claims = await o.api.tokens.verify(second, { expect: 'adapter' });
+  assert.equal(claims.tenant_id, id);
+  const { rows } = await o.db.pools.mssp.query<{ version: number; rotated_at: Date | null }>(
+    `SELECT version, rotated_at FROM tenant_secrets WHERE tenant_id = $1 AND purpose = 'adapter-token'`,
+    [id],
+  );
+  assert.equal(rows[0]?.version, 2);
+  assert.ok(rows[0]?.rotated_at);
+  assert.ok((await lifecycle(o, id)).includes('step:adapter_token_written'));
+  const stored = await o.db.pools.mssp.query(
+    `SELECT 1 FROM tenant_lifecycle_events WHERE tenant_id = $1 AND details::text LIKE '%' || $2 || '%'`,
+    [id, second.slice(-20)],
+  );
+  assert.equal(stored.rows.length, 0, 'the token itself is not in the database');
+});

@@ -1,0 +1,128 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { PROVISIONING_STEPS } from '../../src/tenants/steps.ts';
+import { testStorageClass } from '../support/volumes.ts';
+import {
+  createTenantVia,
+  lifecycle,
+  type Orchestration,
+  startOrchestration,
+  tenantConfig,
+  tenantRow,
+  uniqueSlug,
+  waitForState,
+} from './support.ts';
+
+let o: Orchestration;
+let child: ChildProcess | undefined;
+let dataDir: string;
+
+before(async () => {
+  // This file's own orchestrator stays stopped until the other one has been killed.
+  o = await startOrchestration({ run: false });
+  dataDir = await mkdtemp(path.join(tmpdir(), 'svc-orchestrator-'));
+});
+after(async () => {
+  if (child?.exitCode === null) child.kill('SIGKILL');
+  await o.close();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+/** `svc orchestrator` as its own OS process, on this file's database, install and cluster. */
+function startOrchestratorProcess(): { stderr: () => string } {
+  const { credentials } = o.db.target;
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    SVC_DATA_DIR: dataDir,
+    SVC_LOG_LEVEL: 'warn',
+    SVC_DATABASE_HOST: o.db.target.host,
+    SVC_DATABASE_PORT: String(o.db.target.port),
+    SVC_DATABASE_NAME: o.db.target.database,
+    SVC_DATABASE_ADMIN_USER: credentials.admin.user,
+    SVC_DATABASE_ADMIN_PASSWORD: credentials.admin.password,
+    SVC_DATABASE_APP_USER: credentials.app.user,
+    SVC_DATABASE_APP_PASSWORD: credentials.app.password,
+    SVC_DATABASE_MSSP_USER: credentials.mssp.user,
+    SVC_DATABASE_MSSP_PASSWORD: credentials.mssp.password,
+    KUBECONFIG: o.cluster.kubeconfigPath,
+    SVC_INSTALL_NAMESPACE: o.installNamespace,
+    SVC_MSSP_ID: o.deps.install.msspId,
+    SVC_INSTALL_ID: o.deps.install.installId,
+    SVC_MSSP_NAME: 'Test MSSP',
+    SVC_INSTALL_LABEL: 'test',
+    SVC_TENANT_STORAGE_CLASS: testStorageClass,
+    SVC_ADAPTER_IMAGE: 'registry.test/svc-adapter:0.1.0',
+    SVC_API_URL: o.deps.settings.apiUrl,
+    SVC_ORCHESTRATOR_POLL: '200ms',
+  };
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'orchestrator'], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr?.on('data', (d) => {
+    stderr += d;
+  });
+  return { stderr: () => stderr };
+}
+
+test('§9.4 an orchestrator killed mid-flow (SIGKILL) is resumed by another after the last completed step', {
+  timeout: 400_000,
+}, async () => {
+  const slug = uniqueSlug('crash');
+  const id = await createTenantVia(o, tenantConfig(slug));
+  const first = startOrchestratorProcess();
+
+  // Kill it as soon as it has completed a step past the API's own, before it finishes.
+  const deadline = Date.now() + 120_000;
+  let before: string[] = [];
+  for (;;) {
+    before = await lifecycle(o, id);
+    if (before.includes('step:namespace_created')) break;
+    if (child?.exitCode !== null) throw new Error(`svc orchestrator exited: ${first.stderr()}`);
+    if (Date.now() > deadline) throw new Error(`no progress: ${first.stderr()}`);
+    await sleep(20);
+  }
+  const exited = new Promise((resolve) => child?.once('exit', resolve));
+  child?.kill('SIGKILL');
+  await exited;
+  const killedAt = await lifecycle(o, id);
+  assert.ok(
+    !killedAt.includes('step:package_ready'),
+    `killed before the end: ${killedAt.join(', ')}`,
+  );
+  const row = await tenantRow(o, id);
+  assert.equal(row?.error_details, null, 'a crash is not a failure: nothing rolled back');
+
+  // The survivor takes over; the dead process's lock went with its connection.
+  o.orchestrator.start();
+  await waitForState(o, id, 'provisioning');
+  for (let i = 0; !(await lifecycle(o, id)).includes('step:package_ready'); i++) {
+    if (i > 960) throw new Error('never ready');
+    await sleep(250);
+  }
+  const steps = (await lifecycle(o, id)).filter((s) => s.startsWith('step:'));
+  for (const step of PROVISIONING_STEPS) {
+    assert.equal(
+      steps.filter((s) => s === `step:${step}`).length,
+      1,
+      `${step} recorded exactly once: ${steps.join(', ')}`,
+    );
+  }
+  assert.ok(!(await lifecycle(o, id)).some((s) => s.startsWith('error')), 'no failed step');
+  const token = (await o.api.tokens.mintAdapter({ tenantId: id })).token;
+  const beat = await fetch(`${o.api.url}/api/internal/adapter/health`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ version: '0.1.0' }),
+  });
+  assert.deepEqual(await beat.json(), { tenant_state: 'active', activated: true });
+});

@@ -1,0 +1,253 @@
+import assert from 'node:assert/strict';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
+import type { TenantConfig } from '../../contracts/tenant-config.ts';
+import { createHelmRunner } from '../../src/cluster/helm.ts';
+import { createNamespaceStore } from '../../src/cluster/namespaces.ts';
+import { createSecretStore } from '../../src/cluster/secrets.ts';
+import { createSystemGate } from '../../src/db/system-gate.ts';
+import { createLogger } from '../../src/log/index.ts';
+import { BUNDLED_CHARTS_DIR, loadChartCatalog } from '../../src/tenants/catalog.ts';
+import {
+  DEFAULT_EDGE_PORT_BASE,
+  DEFAULT_TIMING,
+  type OrchestratorDeps,
+  type OrchestratorTiming,
+} from '../../src/tenants/context.ts';
+import { ensureInstall } from '../../src/tenants/install.ts';
+import {
+  createOrchestrator,
+  createTenantLocks,
+  type Orchestrator,
+} from '../../src/tenants/orchestrator.ts';
+import { SYSTEM_VERSION } from '../../src/tenants/runtime.ts';
+import { createTestNamespace } from '../../testcluster/harness.ts';
+import { seedUser, startTestApi, type TestApi } from '../support/api.ts';
+import { getTestCluster, type TestCluster } from '../support/cluster.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { testStorageClass } from '../support/volumes.ts';
+
+export const PASSWORD = 'correct horse battery';
+
+/** Timings short enough for tests; the readiness wait still leaves kwok room on 2 cores. */
+export const FAST: OrchestratorTiming = {
+  ...DEFAULT_TIMING,
+  readinessTimeoutMs: 180_000,
+  decommissionGraceMs: 1_000,
+  retentionMs: 1_000,
+  pollMs: 500,
+  readinessPollMs: 250,
+  helmTimeoutMs: 180_000,
+  namespaceDeleteMs: 120_000,
+};
+
+export interface Orchestration {
+  cluster: TestCluster;
+  db: TestDatabase;
+  api: TestApi;
+  /** Signed in as an mssp_admin. */
+  admin: SvcClient;
+  deps: OrchestratorDeps;
+  orchestrator: Orchestrator;
+  installNamespace: string;
+  core: CoreV1Api;
+  apps: AppsV1Api;
+  close(): Promise<void>;
+}
+
+/**
+ * The whole tenant lifecycle against real parts: a cloned database, the test cluster, the real
+ * helm binary and the bundled charts, the HTTP API, and an orchestrator loop in this process.
+ * The install namespace is a fresh test namespace standing in for svc-system.
+ */
+export async function startOrchestration(
+  options: {
+    timing?: Partial<OrchestratorTiming>;
+    chartsDir?: string;
+    installVersion?: string;
+    run?: boolean;
+  } = {},
+): Promise<Orchestration> {
+  const cluster = getTestCluster();
+  const installNamespace = await createTestNamespace(cluster, 'install');
+  const db = await createTestDatabase();
+  const install = await ensureInstall(db.target, {
+    msspId: randomUUID(),
+    msspName: 'Test MSSP',
+    installId: randomUUID(),
+    installLabel: 'test',
+  });
+  const catalog = await loadChartCatalog(options.chartsDir ?? BUNDLED_CHARTS_DIR);
+  const timing = { ...FAST, ...options.timing };
+  let orchestrator: Orchestrator | undefined;
+  const secrets = createSecretStore(cluster.kubeConfig, installNamespace);
+  const api = await startTestApi(db, {
+    secrets,
+    tenancy: {
+      kick: () => orchestrator?.kick(),
+      systemVersion: SYSTEM_VERSION,
+      edgePortBase: DEFAULT_EDGE_PORT_BASE,
+      decommissionGraceMs: timing.decommissionGraceMs,
+      catalog,
+    },
+  });
+  const system = createSystemGate(db.target);
+  const deps: OrchestratorDeps = {
+    db: db.app,
+    system,
+    secrets,
+    namespaces: createNamespaceStore(cluster.kubeConfig),
+    helm: createHelmRunner({ kubeconfigPath: cluster.kubeconfigPath }),
+    kubeConfig: cluster.kubeConfig,
+    catalog,
+    tokens: api.tokens,
+    install: { msspId: install.msspId, installId: install.installId, namespace: installNamespace },
+    settings: {
+      adapterImage: { repository: 'registry.test/svc-adapter', tag: '0.1.0', digest: '' },
+      apiUrl: `http://svc-api.${installNamespace}.svc:8080`,
+      storageClassName: testStorageClass,
+      defaultLlm: { provider: '', baseUrl: '', model: '' },
+    },
+    systemVersion: SYSTEM_VERSION,
+    installVersion: options.installVersion,
+    edgePortBase: DEFAULT_EDGE_PORT_BASE,
+    timing,
+    logger: createLogger(process.env.SVC_TEST_LOG === '1' ? 'debug' : 'silent'),
+    now: () => new Date(),
+  };
+  const locks = createTenantLocks(db.target, 12);
+  orchestrator = createOrchestrator({ ...deps, locks, concurrency: 10 });
+  if (options.run ?? true) orchestrator.start();
+  const email = `ops-${randomBytes(4).toString('hex')}@mssp.test`;
+  await seedUser(db, api.hasher, { email, role: 'mssp_admin', password: PASSWORD });
+  const admin = createSvcClient({ baseUrl: api.url, headers: { origin: api.origin } });
+  assert.equal((await admin.auth.login({ body: { email, password: PASSWORD } })).status, 200);
+  const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+  return {
+    cluster,
+    db,
+    api,
+    admin,
+    deps,
+    orchestrator,
+    installNamespace,
+    core,
+    apps: cluster.kubeConfig.makeApiClient(AppsV1Api),
+    async close() {
+      await orchestrator?.stop();
+      // Every tenant namespace this install made (the cluster is shared by the whole run).
+      const mine = await core.listNamespace({ labelSelector: `install-id=${install.installId}` });
+      await Promise.all(
+        mine.items.map((ns) =>
+          core.deleteNamespace({ name: ns.metadata?.name ?? '' }).catch(() => undefined),
+        ),
+      );
+      await locks.close();
+      await api.close();
+      await system.close();
+      await db.drop();
+      await core.deleteNamespace({ name: installNamespace }).catch(() => undefined);
+    },
+  };
+}
+
+/** A slug no other test file (sharing the cluster) can pick. */
+export function uniqueSlug(prefix: string): string {
+  return `${prefix}-${randomBytes(3).toString('hex')}`;
+}
+
+export function tenantConfig(slug: string, extra: Partial<TenantConfig> = {}): TenantConfig {
+  return {
+    slug,
+    display_name: `Customer ${slug}`,
+    branding: { app_name: 'Acme SOC', primary_color: '#112233', secondary_color: '#abcdef' },
+    llm: {
+      provider: 'openai',
+      base_url: 'https://llm.example.test/v1',
+      model: 'gpt-x',
+      api_key: `sk-${randomBytes(12).toString('hex')}`,
+    },
+    ...extra,
+  };
+}
+
+export async function createTenantVia(o: Orchestration, config: TenantConfig): Promise<string> {
+  const res = await o.admin.mssp.createTenant({ body: config });
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+  if (res.status !== 201) throw new Error('unreachable');
+  return res.body.tenant.id;
+}
+
+export interface TenantSnapshot {
+  state: string;
+  error_details: Record<string, unknown> | null;
+  chart_version: string | null;
+  deleted_at: Date | null;
+  edge_port_pair: number | null;
+}
+
+export async function tenantRow(o: Orchestration, id: string): Promise<TenantSnapshot | undefined> {
+  const { rows } = await o.db.pools.mssp.query<TenantSnapshot>(
+    'SELECT state, error_details, chart_version, deleted_at, edge_port_pair FROM tenants WHERE id = $1',
+    [id],
+  );
+  return rows[0];
+}
+
+export async function waitForState(
+  o: Orchestration,
+  id: string,
+  state: string,
+  timeoutMs = 240_000,
+): Promise<TenantSnapshot> {
+  const deadline = Date.now() + timeoutMs;
+  let row: TenantSnapshot | undefined;
+  while (Date.now() < deadline) {
+    row = await tenantRow(o, id);
+    if (row?.state === state) return row;
+    // A failed attempt parks the tenant in pending with its error: no point waiting further.
+    if (row?.state === 'pending' && row.error_details && state !== 'pending') {
+      throw new Error(`provisioning failed: ${JSON.stringify(row.error_details)}`);
+    }
+    await sleep(250);
+  }
+  throw new Error(`tenant ${id} not ${state} within ${timeoutMs} ms; last: ${JSON.stringify(row)}`);
+}
+
+/** Steps and transitions, oldest first, as `step:<name>` and `<from>-><to>`. */
+export async function lifecycle(o: Orchestration, id: string): Promise<string[]> {
+  const { rows } = await o.db.pools.mssp.query<{
+    kind: string;
+    step: string | null;
+    from_state: string | null;
+    to_state: string | null;
+  }>(
+    `SELECT kind, step, from_state, to_state FROM tenant_lifecycle_events
+      WHERE tenant_id = $1 ORDER BY id`,
+    [id],
+  );
+  return rows.map((r) =>
+    r.kind === 'transition'
+      ? `${r.from_state}->${r.to_state}`
+      : r.kind === 'step'
+        ? `step:${r.step}`
+        : `${r.kind}${r.step ? `:${r.step}` : ''}`,
+  );
+}
+
+/** The adapter's view: the JWT svc wrote into the tenant namespace, used as the adapter would. */
+export async function adapterHeartbeat(o: Orchestration, slug: string) {
+  const secret = await o.core.readNamespacedSecret({
+    name: 'svc-adapter-token',
+    namespace: `tenant-${slug}`,
+  });
+  const token = Buffer.from(secret.data?.token ?? '', 'base64').toString('utf8');
+  const res = await fetch(`${o.api.url}/api/internal/adapter/health`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ version: '0.1.0' }),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
 import type { TenantConfig } from '../../contracts/tenant-config.ts';
 import { createHelmRunner } from '../../src/cluster/helm.ts';
@@ -68,21 +68,37 @@ export async function startOrchestration(
     chartsDir?: string;
     installVersion?: string;
     run?: boolean;
+    /**
+     * The identity svc acts as (orchestrator, its helm runner, readiness reads, the API's
+     * SecretStore); default the admin. `core`/`apps` of the result stay the admin's.
+     */
+    kubeconfigPath?: string;
+    /** An existing install namespace (deleted by close() all the same); default a fresh one. */
+    installNamespace?: string;
+    /** The organization row's ids (what the namespace labels and admission policies carry). */
+    install?: { msspId: string; installId: string };
   } = {},
 ): Promise<Orchestration> {
   const cluster = getTestCluster();
-  const installNamespace = await createTestNamespace(cluster, 'install');
+  const installNamespace =
+    options.installNamespace ?? (await createTestNamespace(cluster, 'install'));
+  let kubeConfig = cluster.kubeConfig;
+  if (options.kubeconfigPath) {
+    kubeConfig = new KubeConfig();
+    kubeConfig.loadFromFile(options.kubeconfigPath);
+  }
+  const kubeconfigPath = options.kubeconfigPath ?? cluster.kubeconfigPath;
   const db = await createTestDatabase();
   const install = await ensureInstall(db.target, {
-    msspId: randomUUID(),
+    msspId: options.install?.msspId ?? randomUUID(),
     msspName: 'Test MSSP',
-    installId: randomUUID(),
+    installId: options.install?.installId ?? randomUUID(),
     installLabel: 'test',
   });
   const catalog = await loadChartCatalog(options.chartsDir ?? BUNDLED_CHARTS_DIR);
   const timing = { ...FAST, ...options.timing };
   let orchestrator: Orchestrator | undefined;
-  const secrets = createSecretStore(cluster.kubeConfig, installNamespace);
+  const secrets = createSecretStore(kubeConfig, installNamespace);
   const api = await startTestApi(db, {
     secrets,
     tenancy: {
@@ -98,9 +114,9 @@ export async function startOrchestration(
     db: db.app,
     system,
     secrets,
-    namespaces: createNamespaceStore(cluster.kubeConfig),
-    helm: createHelmRunner({ kubeconfigPath: cluster.kubeconfigPath }),
-    kubeConfig: cluster.kubeConfig,
+    namespaces: createNamespaceStore(kubeConfig),
+    helm: createHelmRunner({ kubeconfigPath }),
+    kubeConfig,
     catalog,
     tokens: api.tokens,
     install: { msspId: install.msspId, installId: install.installId, namespace: installNamespace },

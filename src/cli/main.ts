@@ -5,6 +5,7 @@ import { runCreateAdmin, runSetPassword } from './auth.ts';
 import { runDbUrl, runMigrate, runPsql } from './database.ts';
 import { runOrchestrator } from './orchestrator.ts';
 import { serve } from './serve.ts';
+import { registerTenantCommands } from './tenants.ts';
 
 function configOrExit() {
   try {
@@ -102,6 +103,7 @@ auth
     await runCreateAdmin(config, createLogger('warn'), options.email, options.generate);
   });
 
+registerTenantCommands(program);
 
 try {
   await program.parseAsync(process.argv);

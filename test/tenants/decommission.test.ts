@@ -8,6 +8,7 @@ import { RELEASE_NAME } from '../../src/tenants/provision.ts';
 import { problemCode } from '../support/api.ts';
 import { TENANT_ROW_FIXTURES } from '../support/fixtures.ts';
 import {
+  activeTenant,
   adapterHeartbeat,
   createTenantVia,
   lifecycle,
@@ -29,19 +30,6 @@ after(async () => {
   await o.close();
 });
 
-async function activeTenant(prefix: string): Promise<{ id: string; slug: string }> {
-  const slug = uniqueSlug(prefix);
-  const id = await createTenantVia(o, tenantConfig(slug));
-  await waitForState(o, id, 'provisioning');
-  for (let i = 0; ; i++) {
-    const beat = await adapterHeartbeat(o, slug);
-    if (beat.body.tenant_state === 'active') break;
-    if (i > 600) throw new Error('never activated');
-    await sleep(250);
-  }
-  return { id, slug };
-}
-
 async function exists(read: () => Promise<unknown>): Promise<boolean> {
   try {
     await read();
@@ -55,7 +43,7 @@ async function exists(read: () => Promise<unknown>): Promise<boolean> {
 test('§3.1 decommission: grace period, then uninstall, namespace and Secrets removed, soft-deleted; after retention the rows are purged', {
   timeout: 400_000,
 }, async () => {
-  const { id, slug } = await activeTenant('bye');
+  const { id, slug } = await activeTenant(o, 'bye');
   const namespace = `tenant-${slug}`;
   // Every kind of tenant row, so the purge is shown to reach all of them.
   await o.db.app.withTenant(id, async (tx) => {

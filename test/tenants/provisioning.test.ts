@@ -149,6 +149,18 @@ test('§9.4 create → namespace with §2.5 labels, bootstrap Secrets, package R
     ],
   );
 
+  // The API's lifecycle view is in order (ids are bigints: sorted as numbers, not as text).
+  const view = await o.admin.mssp.getTenant({ params: { tenant_id: id } });
+  assert.equal(view.status, 200);
+  if (view.status === 200) {
+    const ids = view.body.lifecycle.map((e) => BigInt(e.id));
+    assert.deepEqual(
+      ids,
+      [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)),
+    );
+    assert.equal(view.body.lifecycle.at(-1)?.to_state, 'active');
+  }
+
   // Progress went to the tenant's event stream (the MSSP console's live view).
   const { rows: stream } = await o.db.pools.mssp.query<{ type: string }>(
     `SELECT type FROM events WHERE tenant_id = $1 AND stream_type = 'tenant_lifecycle' ORDER BY stream_seq`,

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomUUID } from 'node:crypto';
+import { cp, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
@@ -266,4 +268,47 @@ export async function adapterHeartbeat(o: Orchestration, slug: string) {
     body: JSON.stringify({ version: '0.1.0' }),
   });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+/** A tenant taken all the way to `active`: created, provisioned, and heard from by its adapter. */
+export async function activeTenant(
+  o: Orchestration,
+  prefix: string,
+): Promise<{ id: string; slug: string }> {
+  const slug = uniqueSlug(prefix);
+  const id = await createTenantVia(o, tenantConfig(slug));
+  await waitForState(o, id, 'provisioning');
+  for (let i = 0; (await adapterHeartbeat(o, slug)).body.tenant_state !== 'active'; i++) {
+    if (i > 960) throw new Error(`tenant ${id} never became active`);
+    await sleep(250);
+  }
+  return { id, slug };
+}
+
+/**
+ * A copy of the bundled tenant chart under `dir` with another version; with
+ * `unschedulableAdapter` its adapter asks for a node that does not exist, so its rollout never
+ * completes (the real API server and scheduler decide that, nothing is faked).
+ */
+export async function tenantChartCopy(
+  dir: string,
+  version: string,
+  options: { unschedulableAdapter?: boolean } = {},
+): Promise<string> {
+  const target = path.join(dir, `svc-tenant-${version}`);
+  await cp(path.join(BUNDLED_CHARTS_DIR, 'svc-tenant'), target, { recursive: true });
+  const chartFile = path.join(target, 'Chart.yaml');
+  const chart = await readFile(chartFile, 'utf8');
+  await writeFile(chartFile, chart.replace(/^version: .*$/m, `version: ${version}`));
+  if (options.unschedulableAdapter) {
+    const adapterFile = path.join(target, 'templates', 'adapter.yaml');
+    const adapter = await readFile(adapterFile, 'utf8');
+    const broken = adapter.replace(
+      '      enableServiceLinks: false\n',
+      '      enableServiceLinks: false\n      nodeSelector:\n        svc-test/nowhere: "true"\n',
+    );
+    assert.notEqual(broken, adapter, 'the adapter template changed: update this breakage');
+    await writeFile(adapterFile, broken);
+  }
+  return target;
 }

@@ -1,23 +1,19 @@
 import assert from 'node:assert/strict';
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { BUNDLED_CHARTS_DIR } from '../../src/tenants/catalog.ts';
 import { RELEASE_NAME } from '../../src/tenants/provision.ts';
 import { SYSTEM_VERSION } from '../../src/tenants/runtime.ts';
 import { problemCode } from '../support/api.ts';
 import {
-  adapterHeartbeat,
-  createTenantVia,
+  activeTenant,
   lifecycle,
   type Orchestration,
   startOrchestration,
-  tenantConfig,
+  tenantChartCopy,
   tenantRow,
-  uniqueSlug,
-  waitForState,
 } from './support.ts';
 
 let o: Orchestration;
@@ -29,24 +25,10 @@ let chartsDir: string;
  */
 async function chartVersions(): Promise<string> {
   const dir = await mkdtemp(path.join(tmpdir(), 'svc-charts-'));
-  const source = path.join(BUNDLED_CHARTS_DIR, 'svc-tenant');
-  for (const version of ['0.1.0', '0.2.0', '0.3.0', '0.4.0', '0.5.0', '0.9.0']) {
-    const target = path.join(dir, `svc-tenant-${version}`);
-    await cp(source, target, { recursive: true });
-    const chartFile = path.join(target, 'Chart.yaml');
-    const chart = await readFile(chartFile, 'utf8');
-    await writeFile(chartFile, chart.replace(/^version: .*$/m, `version: ${version}`));
-    if (version === '0.5.0') {
-      const adapterFile = path.join(target, 'templates', 'adapter.yaml');
-      const adapter = await readFile(adapterFile, 'utf8');
-      const broken = adapter.replace(
-        '      enableServiceLinks: false\n',
-        '      enableServiceLinks: false\n      nodeSelector:\n        svc-test/nowhere: "true"\n',
-      );
-      assert.notEqual(broken, adapter, 'the 0.5.0 breakage applied');
-      await writeFile(adapterFile, broken);
-    }
+  for (const version of ['0.1.0', '0.2.0', '0.3.0', '0.4.0', '0.9.0']) {
+    await tenantChartCopy(dir, version);
   }
+  await tenantChartCopy(dir, '0.5.0', { unschedulableAdapter: true });
   return dir;
 }
 
@@ -70,17 +52,6 @@ after(async () => {
   await o.close();
   await rm(chartsDir, { recursive: true, force: true });
 });
-
-async function activeTenant(): Promise<{ id: string; slug: string }> {
-  const slug = uniqueSlug('up');
-  const id = await createTenantVia(o, tenantConfig(slug));
-  await waitForState(o, id, 'provisioning');
-  for (let i = 0; (await adapterHeartbeat(o, slug)).body.tenant_state !== 'active'; i++) {
-    if (i > 600) throw new Error('never activated');
-    await sleep(250);
-  }
-  return { id, slug };
-}
 
 async function upgradeSettled(id: string): Promise<string[]> {
   const deadline = Date.now() + 240_000;
@@ -106,7 +77,7 @@ async function auditActions(id: string): Promise<string[]> {
 test('§9.5.4 matrix through :upgrade — supported proceeds, deprecated warns and proceeds, blocked and out-of-range are refused', {
   timeout: 500_000,
 }, async () => {
-  const { id, slug } = await activeTenant();
+  const { id, slug } = await activeTenant(o, 'up');
   const namespace = `tenant-${slug}`;
 
   const blocked = await o.admin.mssp.upgrade({
@@ -183,7 +154,7 @@ test('§9.5.4 matrix through :upgrade — supported proceeds, deprecated warns a
 test('§9.4 an upgrade whose rollout never completes is rolled back to the revision that ran before', {
   timeout: 500_000,
 }, async () => {
-  const { id, slug } = await activeTenant();
+  const { id, slug } = await activeTenant(o, 'up');
   const namespace = `tenant-${slug}`;
   const res = await o.admin.mssp.upgrade({
     params: { tenant_id: id },

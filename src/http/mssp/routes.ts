@@ -145,7 +145,7 @@ export function msspRoutes(api: ApiDeps): Hono {
         occurred_at: Date;
       }>(
         `SELECT id::text, kind, from_state, to_state, step, details, actor, occurred_at
-           FROM tenant_lifecycle_events ORDER BY id`,
+           FROM tenant_lifecycle_events ORDER BY tenant_lifecycle_events.id`,
       );
       return rows.map((r) => ({ ...r, occurred_at: r.occurred_at.toISOString() }));
     });

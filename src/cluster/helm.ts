@@ -152,7 +152,7 @@ export function createHelmRunner(o: HelmRunnerOptions = {}): HelmRunner {
           a.namespace,
           '--ignore-not-found',
           ...cascade,
-          ...timing(a),
+          ...timing(a, 'legacy'),
         ],
         timeoutMs: a.timeoutMs,
       });
@@ -187,9 +187,15 @@ export function createHelmRunner(o: HelmRunnerOptions = {}): HelmRunner {
   };
 }
 
-function timing(o: { timeoutMs: number; wait: boolean }): string[] {
+/**
+ * `watcher` (kstatus) for install/upgrade/rollback. Uninstall waits with `legacy`: helm 4's
+ * kstatus watcher intermittently reports a foreground-deleted resource as Terminating after it
+ * is gone (helm/helm#31766; seen here as "still exists. status: Terminating" seconds into a
+ * 90 s wait), which the legacy poller does not.
+ */
+function timing(o: { timeoutMs: number; wait: boolean }, strategy = 'watcher'): string[] {
   const timeout = ['--timeout', `${Math.max(1, Math.ceil(o.timeoutMs))}ms`];
-  return o.wait ? ['--wait=watcher', ...timeout] : timeout;
+  return o.wait ? [`--wait=${strategy}`, ...timeout] : timeout;
 }
 
 function isReleaseNotFound(error: unknown): boolean {

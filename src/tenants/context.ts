@@ -63,7 +63,7 @@ export const DEFAULT_TIMING: OrchestratorTiming = {
   decommissionGraceMs: 24 * 3_600_000,
   retentionMs: 30 * 24 * 3_600_000,
   pollMs: 5_000,
-  readinessPollMs: 2_000,
+  readinessPollMs: 1_000,
   adapterTokenRefreshMs: 7 * 24 * 3_600_000,
   helmTimeoutMs: 10 * 60_000,
   namespaceDeleteMs: 5 * 60_000,

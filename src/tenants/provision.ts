@@ -477,9 +477,24 @@ async function awaitReadiness(
   signal: AbortSignal,
 ): Promise<void> {
   const done = await deps.db.withTenant(tenant.id, (tx) => completedSteps(tx, tenant.id));
-  if (done.has('package_ready')) return;
-  const namespace = namespaceOf(tenant.slug);
   const deadline = tenant.state_changed_at.getTime() + deps.timing.readinessTimeoutMs;
+  if (done.has('package_ready')) {
+    // §3.1 row 3 needs the heartbeat within the same timeout: a package that is Ready but
+    // whose adapter never reports is not a working tenant.
+    if (deps.now().getTime() >= deadline) {
+      await failProvisioning(
+        deps,
+        tenant,
+        new StepFailure(
+          'package_ready',
+          'adapter_silent',
+          `package Ready but no adapter heartbeat within ${Math.round(deps.timing.readinessTimeoutMs / 1000)} s`,
+        ),
+      );
+    }
+    return;
+  }
+  const namespace = namespaceOf(tenant.slug);
   let lastPending: string[] = [];
   for (;;) {
     let report: Readiness | undefined;

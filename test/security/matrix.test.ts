@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { loadChartCatalog } from '../../src/tenants/catalog.ts';
+import { DEFAULT_EDGE_PORT_BASE, DEFAULT_TIMING } from '../../src/tenants/context.ts';
+import { SYSTEM_VERSION } from '../../src/tenants/runtime.ts';
 import { seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
@@ -165,6 +168,29 @@ const MATRIX: Record<string, Row> = {
       impersonation: 403,
     },
   },
+  'POST /api/mssp/tenants/{pending}:retry': {
+    method: 'POST',
+    path: () => `/api/mssp/tenants/${pendingTenant}:retry`,
+    expect: {
+      platform_admin: 409,
+      mssp_admin: 409,
+      analyst: 403,
+      ...MSSP_DENIED,
+      impersonation: 403,
+    },
+  },
+  'POST /api/mssp/tenants/{pending}:upgrade': {
+    method: 'POST',
+    path: () => `/api/mssp/tenants/${pendingTenant}:upgrade`,
+    body: () => ({ tenant_chart_version: '0.1.0' }),
+    expect: {
+      platform_admin: 409,
+      mssp_admin: 409,
+      analyst: 403,
+      ...MSSP_DENIED,
+      impersonation: 403,
+    },
+  },
   'POST /api/mssp/impersonate/{A}': {
     method: 'POST',
     path: () => `/api/mssp/impersonate/${tenantA}`,
@@ -283,6 +309,13 @@ before(async () => {
   db = await createTestDatabase();
   api = await startTestApi(db, {
     auth: { loginRateLimitPerEmail: 1000, loginRateLimitPerIp: 1000 },
+    tenancy: {
+      kick: () => undefined,
+      systemVersion: SYSTEM_VERSION,
+      edgePortBase: DEFAULT_EDGE_PORT_BASE,
+      decommissionGraceMs: DEFAULT_TIMING.decommissionGraceMs,
+      catalog: await loadChartCatalog(),
+    },
   });
   tenantA = await createTenant(db.pools.app, 'alpha');
   pendingTenant = await createTenant(db.pools.app, 'still-pending');

@@ -73,3 +73,30 @@ test('§8 readiness timeout (spec: not shown; decided in docs/orchestrator.md): 
     ['tenant.create', 'tenant.provision', 'tenant.provision.fail'],
   );
 });
+
+test('§3.1 row 3 a Ready package whose adapter never reports within the timeout is rolled back too (adapter_silent)', {
+  timeout: 300_000,
+}, async () => {
+  const quiet = await startOrchestration({ timing: { readinessTimeoutMs: 30_000 } });
+  try {
+    const slug = uniqueSlug('quiet');
+    const id = await createTenantVia(quiet, tenantConfig(slug));
+    const deadline = Date.now() + 240_000;
+    let row = await tenantRow(quiet, id);
+    while (!row?.error_details) {
+      if (Date.now() > deadline) throw new Error(`never failed: ${JSON.stringify(row)}`);
+      await sleep(250);
+      row = await tenantRow(quiet, id);
+    }
+    const error = row.error_details as { step: string; code: string };
+    assert.deepEqual(
+      [row.state, error.step, error.code],
+      ['pending', 'package_ready', 'adapter_silent'],
+    );
+    const steps = await lifecycle(quiet, id);
+    assert.ok(steps.includes('step:package_ready'), 'the package had been Ready');
+    assert.equal(steps.at(-1), 'provisioning->pending');
+  } finally {
+    await quiet.close();
+  }
+});

@@ -9,6 +9,7 @@ import { createSvcClient, fillPath, type SvcClient } from '../../contracts/index
 import { msspContract, type Tenant, TenantState } from '../../contracts/mssp.ts';
 import { TenantConfig, TenantSlug } from '../../contracts/tenant-config.ts';
 import { durationMs, SETTINGS } from '../config/index.ts';
+import { sseMessages } from './event-stream.ts';
 
 /**
  * `svc tenants …`: a client of a running svc over HTTP (docs/cli-tenants.md). Every action
@@ -222,41 +223,6 @@ function describe(e: LifecycleEntry): string {
     }
     default:
       return `  • ${e.kind}`;
-  }
-}
-
-interface SseMessage {
-  id?: string;
-  event?: string;
-  data: string;
-}
-
-function parseSseBlock(block: string): SseMessage | undefined {
-  const message: Omit<SseMessage, 'data'> = {};
-  const data: string[] = [];
-  for (const line of block.split('\n')) {
-    if (line.startsWith(':')) continue;
-    const colon = line.indexOf(':');
-    const field = colon < 0 ? line : line.slice(0, colon);
-    const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
-    if (field === 'data') data.push(value);
-    else if (field === 'id') message.id = value;
-    else if (field === 'event') message.event = value;
-  }
-  return data.length > 0 ? { ...message, data: data.join('\n') } : undefined;
-}
-
-async function* sseMessages(body: ReadableStream<Uint8Array>): AsyncGenerator<SseMessage> {
-  const decoder = new TextDecoder();
-  let buffer = '';
-  for await (const chunk of body) {
-    buffer += decoder.decode(chunk, { stream: true }).replaceAll('\r\n', '\n');
-    const blocks = buffer.split('\n\n');
-    buffer = blocks.pop() ?? '';
-    for (const block of blocks) {
-      const message = parseSseBlock(block);
-      if (message) yield message;
-    }
   }
 }
 

@@ -218,6 +218,8 @@ function timedNamespaces(inner: NamespaceStore, t: Timeline): NamespaceStore {
     ensure: (name, labels) => api('namespace.ensure', name, () => inner.ensure(name, labels)),
     remove: (name, o) => api('namespace.remove', name, () => inner.remove(name, o)),
     exists: (name) => api('namespace.exists', name, () => inner.exists(name)),
+    bindServiceIdentity: (namespace, identity) =>
+      api('rolebinding.ensure', namespace, () => inner.bindServiceIdentity(namespace, identity)),
     putSecret: (namespace, name, data, labels) =>
       api('secret.put', namespace, () => inner.putSecret(namespace, name, data, labels)),
     readSecret: (namespace, name) =>
@@ -701,7 +703,12 @@ async function benchmark(o: Options, cleanups: Cleanup[], signal: AbortSignal): 
     kubeConfig,
     catalog,
     tokens: api.tokens,
-    install: { msspId: install.msspId, installId: install.installId, namespace: installNamespace },
+    install: {
+      msspId: install.msspId,
+      installId: install.installId,
+      namespace: installNamespace,
+      serviceAccount: 'svc',
+    },
     settings: {
       adapterImage: { repository: 'registry.test/svc-adapter', tag: '0.1.0', digest: '' },
       apiUrl: `http://svc-api.${installNamespace}.svc:8080`,

@@ -64,6 +64,11 @@ export interface Config {
   tokenKey: TokenKeyConfig;
   /** Namespace of the install (spec §1 item 1), where per-tenant Secrets wait. */
   installNamespace: string;
+  /**
+   * svc's own ServiceAccount in the install namespace (the chart's serviceAccount.name): the
+   * subject of the RoleBinding the orchestrator makes in each tenant namespace.
+   */
+  serviceAccount: string;
   dataDir: string;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   trustedProxyCidrs: string[];
@@ -177,6 +182,10 @@ export const SETTINGS = {
   SVC_INSTALL_NAMESPACE: {
     schema: Type.String({ pattern: '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$' }),
     expected: 'a Kubernetes namespace name',
+  },
+  SVC_SERVICE_ACCOUNT: {
+    schema: Type.String({ pattern: '^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$' }),
+    expected: 'a ServiceAccount name (serviceAccount.name)',
   },
   SVC_MSSP_ID: { schema: Type.String({ format: 'uuid' }), expected: 'a uuid (install.msspId)' },
   SVC_MSSP_NAME: {
@@ -436,6 +445,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     logLevel: read(env, 'SVC_LOG_LEVEL') ?? 'info',
     tokenKey: readTokenKey(env),
     installNamespace: read(env, 'SVC_INSTALL_NAMESPACE') ?? 'svc-system',
+    serviceAccount: read(env, 'SVC_SERVICE_ACCOUNT') ?? 'svc',
     trustedProxyCidrs: cidrs ? cidrs.split(',').map(parseCidr) : [],
     database: readDatabase(env),
     install: {

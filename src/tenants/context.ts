@@ -58,6 +58,15 @@ export interface OrchestratorDeps {
 
 export const ORCHESTRATOR_ACTOR = 'system:orchestrator';
 
+/**
+ * The system chart's ClusterRole holding svc's rights inside one tenant namespace
+ * (charts/svc-system/templates/rbac.yaml `svc-tenant.<install namespace>`). It is bound cluster-wide
+ * to nobody; the namespace_created step binds it to svc in each tenant namespace.
+ */
+export function tenantClusterRole(install: Pick<InstallFacts, 'namespace'>): string {
+  return `svc-tenant.${install.namespace}`;
+}
+
 export const DEFAULT_TIMING: OrchestratorTiming = {
   readinessTimeoutMs: 15 * 60_000,
   decommissionGraceMs: 24 * 3_600_000,

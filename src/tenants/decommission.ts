@@ -16,12 +16,26 @@ export async function advanceDecommission(deps: OrchestratorDeps, tenantId: stri
   const tenant = await deps.db.withoutTenant((tx) => loadTenant(tx, tenantId));
   if (tenant?.state !== 'decommissioning') return;
   const namespace = namespaceOf(tenant.slug);
-  await deps.helm.uninstall({
-    release: RELEASE_NAME,
-    namespace,
-    timeoutMs: deps.timing.helmTimeoutMs,
-    wait: true,
-  });
+  const uninstall = await deps.helm
+    .uninstall({
+      release: RELEASE_NAME,
+      namespace,
+      timeoutMs: deps.timing.helmTimeoutMs,
+      wait: true,
+    })
+    .then(
+      () => 'uninstalled',
+      // Deleting the namespace removes the release too; the uninstall is the orderly way, not
+      // the only one. After a crash between the two, svc's RoleBinding is gone with the
+      // namespace and helm answers 403: waiting on it would keep the tenant here forever.
+      (error: unknown) => {
+        deps.logger.warn(
+          { err: error, tenant_id: tenant.id },
+          'uninstall failed; deleting the namespace',
+        );
+        return `failed: ${error instanceof Error ? error.message.slice(0, 500) : String(error)}`;
+      },
+    );
   await deps.namespaces.remove(namespace, {
     waitMs: deps.timing.namespaceDeleteMs,
     expectLabels: namespaceLabels(tenant.id, deps.install),
@@ -32,6 +46,7 @@ export async function advanceDecommission(deps: OrchestratorDeps, tenantId: stri
     await recordStep(tx, tenant.id, 'decommissioned', ORCHESTRATOR_ACTOR, {
       namespace,
       release: RELEASE_NAME,
+      uninstall,
       removed_secrets: names,
     });
     await tx.query('UPDATE tenants SET edge_port_pair = NULL WHERE id = $1', [tenant.id]);

@@ -6,9 +6,10 @@ import {
   NamespaceConflictError,
   NamespaceTerminatingError,
   readinessReport,
+  SERVICE_IDENTITY_BINDING,
 } from '../cluster/namespaces.ts';
 import type { Transaction } from '../db/tenant-context.ts';
-import { ORCHESTRATOR_ACTOR, type OrchestratorDeps } from './context.ts';
+import { ORCHESTRATOR_ACTOR, type OrchestratorDeps, tenantClusterRole } from './context.ts';
 import { installSecretNames } from './create.ts';
 import { type TenantState, transition, tryTransition } from './lifecycle.ts';
 import {
@@ -148,7 +149,24 @@ async function runStep(
       throw new StepFailure(step, 'install_secrets_missing', 'install-namespace Secrets missing');
     case 'namespace_created': {
       const outcome = await deps.namespaces.ensure(namespace, labels);
-      await record(deps, tenant.id, step, { namespace, outcome });
+      // svc holds no rights inside a namespace until it binds its tenant ClusterRole there
+      // (charts/svc-system/templates/rbac.yaml); this returns once RBAC applies the binding, so
+      // the next steps never meet a transient 403. Deleting the namespace deletes the binding.
+      const clusterRole = tenantClusterRole(deps.install);
+      const binding = await deps.namespaces.bindServiceIdentity(namespace, {
+        serviceAccount: deps.install.serviceAccount,
+        installNamespace: deps.install.namespace,
+        clusterRole,
+      });
+      await record(deps, tenant.id, step, {
+        namespace,
+        outcome,
+        role_binding: {
+          name: SERVICE_IDENTITY_BINDING,
+          cluster_role: clusterRole,
+          outcome: binding,
+        },
+      });
       return;
     }
     case 'bootstrap_secrets_written':

@@ -14,6 +14,11 @@ export interface InstallFacts {
   installId: string;
   /** The install namespace (svc-system): Secrets, network policy peer. */
   namespace: string;
+  /**
+   * svc's ServiceAccount in the install namespace (SVC_SERVICE_ACCOUNT, default `svc`): bound in
+   * each tenant namespace to the ClusterRole `svc-tenant.<namespace>` (tenantClusterRole).
+   */
+  serviceAccount: string;
 }
 
 export interface RenderSettings {

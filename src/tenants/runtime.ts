@@ -63,6 +63,7 @@ export async function startTenancy(input: {
       msspId: install.msspId,
       installId: install.installId,
       namespace: config.installNamespace,
+      serviceAccount: config.serviceAccount,
     },
     settings: {
       adapterImage: o.adapterImage,

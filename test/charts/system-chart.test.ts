@@ -204,6 +204,12 @@ test('§2.9 values reach svc serve as the environment variables src/config reads
       host: '0.0.0.0',
     },
   );
+  // svc's ServiceAccount, the subject of its per-tenant RoleBinding, in both containers.
+  const renamed = await render({ serviceAccount: { name: 'svc-cp' } });
+  for (const name of ['svc-api', 'svc-orchestrator']) {
+    assert.equal(env(container(objects, 'Deployment', name)).SVC_SERVICE_ACCOUNT, 'svc', name);
+    assert.equal(env(container(renamed, 'Deployment', name)).SVC_SERVICE_ACCOUNT, 'svc-cp', name);
+  }
   // Every SVC_* variable the chart sets is one svc reads: a rename in src/config fails here.
   const unknown = (api.env ?? [])
     .map((e) => e.name)
@@ -308,13 +314,14 @@ test('§2.9 the Ingress serves the MSSP host and the wildcard customer host over
   assert.equal(off.filter((o) => o.kind === 'Ingress').length, 0);
 });
 
-test('§2.5 every object lands in the release namespace except the ClusterRole, its binding and the policies', async () => {
+test('§2.5 every object lands in the release namespace except the ClusterRoles, the binding and the policies', async () => {
   const objects = await render({}, 'svc-elsewhere');
   const clusterScoped = objects
     .filter((o) => o.metadata?.namespace === undefined)
     .map((o) => `${o.kind}/${o.metadata?.name}`)
     .sort();
   assert.deepEqual(clusterScoped, [
+    'ClusterRole/svc-tenant.svc-elsewhere',
     'ClusterRole/svc.svc-elsewhere',
     'ClusterRoleBinding/svc.svc-elsewhere',
     'ValidatingAdmissionPolicy/svc-cluster-scoped-writes.svc-elsewhere',
@@ -392,14 +399,58 @@ test('§5.8 NetworkPolicies: the API from the ingress controller and this instal
   assert.equal(off.filter((o) => o.kind === 'NetworkPolicy').length, 0);
 });
 
-test('§5.8 the ClusterRole grants no wildcard, nothing on admission, RBAC escalation or cluster-scoped kinds', async () => {
-  const role = find<V1ClusterRole>(await render(), 'ClusterRole', 'svc.svc-system');
-  for (const rule of role.rules ?? []) {
+test('§5.8 the ClusterRoles grant no wildcard, nothing on admission or cluster kinds; cluster-wide only namespaces, rolebindings and binding the tenant role', async () => {
+  const objects = await render();
+  const cluster = find<V1ClusterRole>(objects, 'ClusterRole', 'svc.svc-system');
+  const tenant = find<V1ClusterRole>(objects, 'ClusterRole', 'svc-tenant.svc-system');
+  for (const rule of [...(cluster.rules ?? []), ...(tenant.rules ?? [])]) {
     const text = JSON.stringify(rule);
     assert.doesNotMatch(text, /"\*"/);
-    assert.doesNotMatch(text, /admissionregistration|apiextensions|escalate|bind"|impersonate/);
-    assert.doesNotMatch(text, /clusterrole|"nodes"|persistentvolumes"|storageclasses/);
+    assert.doesNotMatch(text, /admissionregistration|apiextensions|escalate|impersonate/);
+    assert.doesNotMatch(text, /clusterrolebindings|"nodes"|persistentvolumes"|storageclasses/);
   }
+  // Bound cluster-wide: exactly these, and `bind` only on the tenant role by name.
+  assert.deepEqual(
+    (cluster.rules ?? []).map((r) => ({
+      apiGroups: r.apiGroups,
+      resources: r.resources,
+      verbs: r.verbs,
+      resourceNames: r.resourceNames,
+    })),
+    [
+      {
+        apiGroups: [''],
+        resources: ['namespaces'],
+        verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
+        resourceNames: undefined,
+      },
+      {
+        apiGroups: ['rbac.authorization.k8s.io'],
+        resources: ['rolebindings'],
+        verbs: ['get', 'create', 'delete'],
+        resourceNames: undefined,
+      },
+      {
+        apiGroups: ['rbac.authorization.k8s.io'],
+        resources: ['clusterroles'],
+        verbs: ['bind'],
+        resourceNames: ['svc-tenant.svc-system'],
+      },
+      {
+        apiGroups: ['authorization.k8s.io'],
+        resources: ['selfsubjectaccessreviews'],
+        verbs: ['create'],
+        resourceNames: undefined,
+      },
+    ],
+  );
+  // The tenant role: namespaced kinds only, no bind, never bound cluster-wide.
+  assert.doesNotMatch(JSON.stringify(tenant.rules), /clusterroles|"namespaces"|"bind"/);
+  const bindings = objects.filter((o) => o.kind === 'ClusterRoleBinding');
+  assert.deepEqual(
+    bindings.map((b) => (b as { roleRef?: { name?: string } }).roleRef?.name),
+    ['svc.svc-system'],
+  );
 });
 
 // Each case: values over the sample, and the text helm must print. TypeBox, given the same
@@ -514,29 +565,50 @@ test('§2.9 checks before install: the nil uuid and a release outside install.na
 });
 
 // On the cluster: the rendered RBAC alone (no admission policies), asked with
-// SubjectAccessReviews. The install namespace is fresh, so the ClusterRole and binding, named
-// after it, are unique to this run.
-test('§5.8 RBAC: svc may create namespaces and tenant workloads, but nothing on admission, RBAC escalation or cluster kinds', {
+// SubjectAccessReviews. The install namespace is fresh, so the ClusterRoles and binding, named
+// after it, are unique to this run. A second fresh namespace stands in for a tenant namespace,
+// with the RoleBinding the orchestrator makes there (src/cluster/namespaces.ts
+// bindServiceIdentity).
+test('§5.8 RBAC: cluster-wide svc may create namespaces and bind only its tenant role; workloads and Secrets only where that role is bound', {
   timeout: 120_000,
 }, async () => {
   const namespace = await createTestNamespace(cluster, 'svc-rbac');
+  const tenantNamespace = await createTestNamespace(cluster, 'svc-rbac-tenant');
   const objects = await renderSystemChart(helm, namespace, sampleValues(namespace), [
     'templates/serviceaccount.yaml',
     'templates/rbac.yaml',
   ]);
-  assert.deepEqual(objects.map((o) => o.kind).sort(), [
-    'ClusterRole',
-    'ClusterRoleBinding',
-    'Role',
-    'RoleBinding',
-    'ServiceAccount',
+  assert.deepEqual(objects.map((o) => `${o.kind}/${o.metadata?.name}`).sort(), [
+    `ClusterRole/svc-tenant.${namespace}`,
+    `ClusterRole/svc.${namespace}`,
+    `ClusterRoleBinding/svc.${namespace}`,
+    'Role/svc-install-secrets',
+    'RoleBinding/svc-install-secrets',
+    'ServiceAccount/svc',
   ]);
+  const tenantBinding = {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: 'svc', namespace: tenantNamespace },
+    roleRef: {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'ClusterRole',
+      name: `svc-tenant.${namespace}`,
+    },
+    subjects: [{ kind: 'ServiceAccount', name: 'svc', namespace }],
+  } as KubernetesObject;
   const admin = KubernetesObjectApi.makeApiClient(cluster.kubeConfig);
   const created: KubernetesObject[] = [];
   try {
-    for (const object of objects) created.push(await admin.create(object));
+    for (const object of [...objects, tenantBinding]) created.push(await admin.create(object));
     const authz = cluster.kubeConfig.makeApiClient(AuthorizationV1Api);
-    const can = async (verb: string, resource: string, group = '', where?: string) => {
+    const can = async (
+      verb: string,
+      resource: string,
+      group = '',
+      where?: string,
+      name?: string,
+    ) => {
       const review = await authz.createSubjectAccessReview({
         body: {
           spec: {
@@ -546,46 +618,97 @@ test('§5.8 RBAC: svc may create namespaces and tenant workloads, but nothing on
               `system:serviceaccounts:${namespace}`,
               'system:authenticated',
             ],
-            resourceAttributes: { verb, resource, group, ...(where ? { namespace: where } : {}) },
+            resourceAttributes: {
+              verb,
+              resource,
+              group,
+              ...(where ? { namespace: where } : {}),
+              ...(name ? { name } : {}),
+            },
           },
         },
       });
       return review.status?.allowed === true;
     };
-    await waitUntil('the svc ClusterRoleBinding to take effect', async () =>
-      (await can('create', 'namespaces')) ? true : undefined,
+    await waitUntil('the svc ClusterRoleBinding and tenant RoleBinding to take effect', async () =>
+      (await can('create', 'namespaces')) && (await can('create', 'secrets', '', tenantNamespace))
+        ? true
+        : undefined,
     );
-    const allowed: Array<[string, string, string, string?]> = [
+    const rbacGroup = 'rbac.authorization.k8s.io';
+    const tenantRole = `svc-tenant.${namespace}`;
+    type Case = [
+      verb: string,
+      resource: string,
+      group: string,
+      where?: string | undefined,
+      name?: string,
+    ];
+    const allowed: Case[] = [
+      // Cluster-wide (ClusterRole svc.<ns>).
       ['create', 'namespaces', ''],
       ['delete', 'namespaces', ''],
-      ['create', 'deployments', 'apps', 'tenant-anything'],
-      ['create', 'statefulsets', 'apps', 'tenant-anything'],
-      ['create', 'secrets', '', 'tenant-anything'],
+      ['create', 'rolebindings', rbacGroup, 'tenant-anything'],
+      ['get', 'rolebindings', rbacGroup, 'tenant-anything', 'svc'],
+      ['delete', 'rolebindings', rbacGroup, 'tenant-anything', 'svc'],
+      ['bind', 'clusterroles', rbacGroup, 'tenant-anything', tenantRole],
+      ['bind', 'clusterroles', rbacGroup, undefined, tenantRole],
+      ['create', 'selfsubjectaccessreviews', 'authorization.k8s.io'],
+      // The install namespace (Role svc-install-secrets).
       ['update', 'secrets', '', namespace],
-      ['create', 'roles', 'rbac.authorization.k8s.io', 'tenant-anything'],
-      ['create', 'rolebindings', 'rbac.authorization.k8s.io', 'tenant-anything'],
-      ['create', 'networkpolicies', 'networking.k8s.io', 'tenant-anything'],
-      ['create', 'resourcequotas', '', 'tenant-anything'],
-      ['list', 'pods', '', 'tenant-anything'],
+      ['get', 'secrets', '', namespace],
+      // A tenant namespace with svc's RoleBinding (ClusterRole svc-tenant.<ns>).
+      ['create', 'deployments', 'apps', tenantNamespace],
+      ['create', 'statefulsets', 'apps', tenantNamespace],
+      ['create', 'secrets', '', tenantNamespace],
+      ['list', 'secrets', '', tenantNamespace],
+      ['create', 'roles', rbacGroup, tenantNamespace],
+      ['create', 'rolebindings', rbacGroup, tenantNamespace],
+      ['create', 'networkpolicies', 'networking.k8s.io', tenantNamespace],
+      ['create', 'resourcequotas', '', tenantNamespace],
+      ['create', 'persistentvolumeclaims', '', tenantNamespace],
+      ['list', 'pods', '', tenantNamespace],
+      ['list', 'replicasets', 'apps', tenantNamespace],
     ];
-    for (const [verb, resource, group, where] of allowed) {
+    for (const [verb, resource, group, where, name] of allowed) {
       assert.equal(
-        await can(verb, resource, group, where),
+        await can(verb, resource, group, where, name),
         true,
-        `may ${verb} ${resource} ${where ?? ''}`,
+        `may ${verb} ${resource} ${where ?? ''} ${name ?? ''}`,
       );
     }
-    const denied: Array<[string, string, string, string?]> = [
+    const denied: Case[] = [
+      // No reads or workloads outside svc's own namespaces: the point of the split.
+      ['get', 'secrets', '', 'default'],
+      ['list', 'secrets', '', 'default'],
+      ['get', 'secrets', '', 'kube-system'],
+      ['list', 'secrets', '', 'kube-system'],
+      ['list', 'secrets', ''],
+      ['list', 'secrets', '', 'tenant-anything'],
+      ['create', 'secrets', '', 'tenant-anything'],
+      ['create', 'deployments', 'apps', 'default'],
+      ['create', 'deployments', 'apps', 'kube-system'],
+      ['create', 'deployments', 'apps', 'tenant-anything'],
+      ['list', 'deployments', 'apps'],
+      ['create', 'configmaps', '', 'kube-system'],
+      ['list', 'configmaps', '', 'kube-system'],
+      ['list', 'pods', '', 'kube-system'],
+      ['create', 'roles', rbacGroup, 'tenant-anything'],
+      ['update', 'rolebindings', rbacGroup, 'tenant-anything', 'svc'],
+      ['list', 'rolebindings', rbacGroup],
+      ['create', 'configmaps', '', namespace],
+      // Nothing on admission, cluster RBAC or cluster kinds.
       ['create', 'validatingadmissionpolicies', 'admissionregistration.k8s.io'],
       ['delete', 'validatingadmissionpolicies', 'admissionregistration.k8s.io'],
       ['create', 'validatingadmissionpolicybindings', 'admissionregistration.k8s.io'],
       ['delete', 'validatingadmissionpolicybindings', 'admissionregistration.k8s.io'],
       ['create', 'validatingwebhookconfigurations', 'admissionregistration.k8s.io'],
       ['create', 'mutatingwebhookconfigurations', 'admissionregistration.k8s.io'],
-      ['create', 'clusterroles', 'rbac.authorization.k8s.io'],
-      ['delete', 'clusterroles', 'rbac.authorization.k8s.io'],
-      ['create', 'clusterrolebindings', 'rbac.authorization.k8s.io'],
-      ['delete', 'clusterrolebindings', 'rbac.authorization.k8s.io'],
+      ['create', 'clusterroles', rbacGroup],
+      ['delete', 'clusterroles', rbacGroup],
+      ['update', 'clusterroles', rbacGroup, undefined, tenantRole],
+      ['create', 'clusterrolebindings', rbacGroup],
+      ['delete', 'clusterrolebindings', rbacGroup],
       ['create', 'nodes', ''],
       ['delete', 'nodes', ''],
       ['create', 'persistentvolumes', ''],
@@ -593,25 +716,36 @@ test('§5.8 RBAC: svc may create namespaces and tenant workloads, but nothing on
       ['create', 'customresourcedefinitions', 'apiextensions.k8s.io'],
       ['delete', 'customresourcedefinitions', 'apiextensions.k8s.io'],
       ['create', 'storageclasses', 'storage.k8s.io'],
-      ['escalate', 'roles', 'rbac.authorization.k8s.io', 'tenant-anything'],
-      ['escalate', 'clusterroles', 'rbac.authorization.k8s.io'],
-      ['bind', 'roles', 'rbac.authorization.k8s.io', 'tenant-anything'],
-      ['bind', 'clusterroles', 'rbac.authorization.k8s.io'],
+      ['create', 'subjectaccessreviews', 'authorization.k8s.io'],
+      ['create', 'tokenreviews', 'authentication.k8s.io'],
+      // Escalation: bind only svc-tenant.<ns>, by name.
+      ['escalate', 'roles', rbacGroup, tenantNamespace],
+      ['escalate', 'clusterroles', rbacGroup],
+      ['bind', 'roles', rbacGroup, tenantNamespace],
+      ['bind', 'clusterroles', rbacGroup],
+      ['bind', 'clusterroles', rbacGroup, 'tenant-anything', 'cluster-admin'],
+      ['bind', 'clusterroles', rbacGroup, tenantNamespace, 'cluster-admin'],
+      ['bind', 'clusterroles', rbacGroup, undefined, 'admin'],
+      ['bind', 'clusterroles', rbacGroup, undefined, `svc.${namespace}`],
       ['impersonate', 'users', ''],
       ['impersonate', 'groups', ''],
       ['impersonate', 'serviceaccounts', '', 'kube-system'],
-      ['create', 'pods', '', 'tenant-anything'],
-      ['create', 'pods/exec', '', 'tenant-anything'],
+      ['create', 'pods', '', tenantNamespace],
+      ['create', 'pods/exec', '', tenantNamespace],
     ];
-    for (const [verb, resource, group, where] of denied) {
-      assert.equal(await can(verb, resource, group, where), false, `may not ${verb} ${resource}`);
+    for (const [verb, resource, group, where, name] of denied) {
+      assert.equal(
+        await can(verb, resource, group, where, name),
+        false,
+        `may not ${verb} ${resource} ${where ?? ''} ${name ?? ''}`,
+      );
     }
   } finally {
     for (const object of created.reverse()) await admin.delete(object).catch(() => undefined);
-    await cluster.kubeConfig
-      .makeApiClient(CoreV1Api)
-      .deleteNamespace({ name: namespace })
-      .catch(() => undefined);
+    const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+    for (const name of [namespace, tenantNamespace]) {
+      await core.deleteNamespace({ name }).catch(() => undefined);
+    }
   }
 });
 

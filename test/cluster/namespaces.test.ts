@@ -1,7 +1,14 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { rm } from 'node:fs/promises';
 import { after, test } from 'node:test';
-import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  CoreV1Api,
+  KubeConfig,
+  RbacAuthorizationV1Api,
+  type V1PolicyRule,
+} from '@kubernetes/client-node';
 import {
   createNamespaceStore,
   NamespaceConflictError,
@@ -9,13 +16,19 @@ import {
   NamespaceTerminatingError,
   readinessReport,
 } from '../../src/cluster/index.ts';
-import { createTestNamespace } from '../../testcluster/harness.ts';
+import { ServiceIdentityBindingError } from '../../src/cluster/namespaces.ts';
+import { createTestNamespace, serviceAccountKubeconfig } from '../../testcluster/harness.ts';
 import { getTestCluster, waitUntil } from '../support/cluster.ts';
 
 const cluster = getTestCluster();
 const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
 const store = createNamespaceStore(cluster.kubeConfig);
+const rbac = cluster.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
 const made: string[] = [];
+/** Cluster-scoped RBAC objects the tests made, deleted at the end. */
+const clusterRoles: string[] = [];
+const clusterRoleBindings: string[] = [];
+const kubeconfigs: string[] = [];
 const hold = 'svc.test/hold';
 
 function uniqueName(prefix: string): string {
@@ -49,6 +62,11 @@ after(async () => {
     await release(name).catch(() => {});
     await core.deleteNamespace({ name }).catch(() => {});
   }
+  for (const name of clusterRoleBindings) {
+    await rbac.deleteClusterRoleBinding({ name }).catch(() => {});
+  }
+  for (const name of clusterRoles) await rbac.deleteClusterRole({ name }).catch(() => {});
+  for (const path of kubeconfigs) await rm(path, { force: true });
 });
 
 test('namespaces: ensure creates, then reports existed for the same labels', async () => {
@@ -177,4 +195,142 @@ test('namespaces: readinessReport lists workloads with ready/desired and PVC pha
     workloads: [{ kind: 'Deployment', name: 'web', ready: 2, desired: 2 }],
     pvcs: [{ pvc: 'unserved', phase: 'Pending' }],
   });
+});
+
+async function makeClusterRole(name: string, rules: V1PolicyRule[]): Promise<void> {
+  clusterRoles.push(name);
+  await rbac.createClusterRole({ body: { metadata: { name }, rules } });
+}
+
+test('namespaces: bindServiceIdentity creates the RoleBinding svc, keeps a matching one, replaces a different one', async () => {
+  const namespace = await createTestNamespace(cluster, 'nst-bind');
+  made.push(namespace);
+  const identity = {
+    serviceAccount: 'svc',
+    installNamespace: 'svc-install-x',
+    clusterRole: 'svc-tenant.svc-install-x',
+  };
+  // As the admin, the SelfSubjectAccessReview allows at once: no wait, even though the
+  // ClusterRole does not exist on this cluster.
+  assert.equal(await store.bindServiceIdentity(namespace, identity), 'created');
+  const read = () => rbac.readNamespacedRoleBinding({ namespace, name: 'svc' });
+  const first = await read();
+  assert.deepEqual(
+    { ...first.roleRef },
+    {
+      apiGroup: 'rbac.authorization.k8s.io',
+      kind: 'ClusterRole',
+      name: 'svc-tenant.svc-install-x',
+    },
+  );
+  assert.deepEqual(
+    first.subjects?.map((x) => ({ ...x })),
+    [{ kind: 'ServiceAccount', name: 'svc', namespace: 'svc-install-x' }],
+  );
+  assert.equal(first.metadata?.labels?.['managed-by'], 'svc');
+
+  assert.equal(await store.bindServiceIdentity(namespace, identity), 'existed');
+  assert.equal((await read()).metadata?.uid, first.metadata?.uid, 'left alone');
+
+  // roleRef is immutable: another ClusterRole means a new binding.
+  const renamed = { ...identity, clusterRole: 'svc-tenant.other' };
+  assert.equal(await store.bindServiceIdentity(namespace, renamed), 'replaced');
+  const second = await read();
+  assert.notEqual(second.metadata?.uid, first.metadata?.uid);
+  assert.equal(second.roleRef.name, 'svc-tenant.other');
+  // Another subject, or an extra one somebody added, is replaced too.
+  assert.equal(
+    await store.bindServiceIdentity(namespace, { ...renamed, serviceAccount: 'svc-2' }),
+    'replaced',
+  );
+  assert.deepEqual(
+    (await read()).subjects?.map((x) => ({ ...x })),
+    [{ kind: 'ServiceAccount', name: 'svc-2', namespace: 'svc-install-x' }],
+  );
+  await rbac.patchNamespacedRoleBinding({
+    namespace,
+    name: 'svc',
+    body: [
+      {
+        op: 'add',
+        path: '/subjects/-',
+        value: { kind: 'ServiceAccount', name: 'intruder', namespace },
+      },
+    ],
+  });
+  assert.equal(
+    await store.bindServiceIdentity(namespace, { ...renamed, serviceAccount: 'svc-2' }),
+    'replaced',
+  );
+  assert.equal((await read()).subjects?.length, 1);
+});
+
+test('namespaces: bindServiceIdentity as a confined ServiceAccount returns once it may write there, and gives up when the role grants nothing', {
+  timeout: 90_000,
+}, async () => {
+  const installNamespace = await createTestNamespace(cluster, 'nst-bind-install');
+  const target = await createTestNamespace(cluster, 'nst-bind-target');
+  made.push(installNamespace, target);
+  const suffix = randomBytes(3).toString('hex');
+  const tenantRole = `nst-tenant-${suffix}`;
+  const emptyRole = `nst-empty-${suffix}`;
+  const identityRole = `nst-identity-${suffix}`;
+  // The system chart's split in miniature: cluster-wide only rolebindings and `bind` on the
+  // tenant roles by name; Secrets only through the tenant role, once bound.
+  await makeClusterRole(tenantRole, [
+    { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'create'] },
+  ]);
+  await makeClusterRole(emptyRole, []);
+  await makeClusterRole(identityRole, [
+    {
+      apiGroups: ['rbac.authorization.k8s.io'],
+      resources: ['rolebindings'],
+      verbs: ['get', 'create', 'delete'],
+    },
+    {
+      apiGroups: ['rbac.authorization.k8s.io'],
+      resources: ['clusterroles'],
+      verbs: ['bind'],
+      resourceNames: [tenantRole, emptyRole],
+    },
+  ]);
+  const path = await serviceAccountKubeconfig(cluster, installNamespace, 'svc');
+  kubeconfigs.push(path);
+  clusterRoleBindings.push(identityRole);
+  await rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name: identityRole },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: identityRole },
+      subjects: [{ kind: 'ServiceAccount', name: 'svc', namespace: installNamespace }],
+    },
+  });
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromFile(path);
+  const asSvc = createNamespaceStore(kubeConfig);
+  const identity = { serviceAccount: 'svc', installNamespace, clusterRole: tenantRole };
+  // The cluster-wide grant reaches the authorizer through an informer too.
+  await waitUntil('the identity ClusterRoleBinding to take effect', async () =>
+    (await asSvc.bindServiceIdentity(target, identity)) ? true : undefined,
+  );
+  // Returned: so the very next write passes RBAC, with no retry.
+  assert.equal(await asSvc.putSecret(target, 'first-write', { a: 'b' }, {}), 'created');
+  assert.equal(await asSvc.bindServiceIdentity(target, identity), 'existed');
+
+  const other = await createTestNamespace(cluster, 'nst-bind-empty');
+  made.push(other);
+  const started = Date.now();
+  await assert.rejects(
+    asSvc.bindServiceIdentity(other, { ...identity, clusterRole: emptyRole, waitMs: 1_500 }),
+    (error: unknown) =>
+      error instanceof ServiceIdentityBindingError &&
+      error.message.includes(`RoleBinding svc in ${other}`) &&
+      error.message.includes('not in effect after 1500 ms'),
+  );
+  assert.ok(Date.now() - started >= 1_500);
+  // The binding stays (the namespace's deletion removes it); reads elsewhere stay forbidden.
+  assert.equal(
+    (await rbac.readNamespacedRoleBinding({ namespace: other, name: 'svc' })).roleRef.name,
+    emptyRole,
+  );
+  await assert.rejects(asSvc.readSecret(other, 'anything'), /HTTP-Code: 403|Forbidden|403/);
 });

@@ -9,8 +9,10 @@ import {
   KubeConfig,
   type KubernetesObject,
   KubernetesObjectApi,
+  RbacAuthorizationV1Api,
 } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
+import { createHelmRunner } from '../../src/cluster/helm.ts';
 import { installSecretNames } from '../../src/tenants/create.ts';
 import { RELEASE_NAME } from '../../src/tenants/provision.ts';
 import { createTestNamespace, serviceAccountKubeconfig } from '../../testcluster/harness.ts';
@@ -29,9 +31,10 @@ import {
 } from './support.ts';
 
 // The whole provisioning flow run as svc's own cluster identity, confined exactly as an install
-// confines it: the system chart's ServiceAccount, ClusterRole/Binding, install-namespace
-// Role/Binding and the three admission policies, rendered with this run's install namespace,
-// ids and a test-unique ServiceAccount name, and nothing else. The orchestrator, its helm runner,
+// confines it: the system chart's ServiceAccount, ClusterRoles (the cluster-wide one and
+// svc-tenant.<ns>, which svc binds in each tenant namespace itself), ClusterRoleBinding,
+// install-namespace Role/Binding and the three admission policies, rendered with this run's
+// install namespace, ids and a test-unique ServiceAccount name, and nothing else. The orchestrator, its helm runner,
 // its readiness reads and the API's install-namespace SecretStore all act through a kubeconfig
 // holding that ServiceAccount's token; the admin is used only to set up, to inspect and to clean
 // up. (Unlike test/policies/, the ServiceAccount is *not* bound to cluster-admin: a denial here
@@ -50,6 +53,7 @@ const serviceAccount = `svc-id-${suffix}`;
 let installNamespace = '';
 let svcKubeconfigPath = '';
 let asSvc: KubernetesObjectApi;
+let svcCore: CoreV1Api;
 let o: Orchestration | undefined;
 /** Objects the admin applied or made, deleted in reverse order at the end. */
 const applied: KubernetesObject[] = [];
@@ -135,6 +139,21 @@ function secret(namespace: string, name: string): KubernetesObject {
   } as KubernetesObject;
 }
 
+function roleBinding(namespace: string, name: string, clusterRoleName: string): KubernetesObject {
+  return {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name, namespace },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: clusterRoleName },
+    subjects: [{ kind: 'ServiceAccount', name: serviceAccount, namespace: installNamespace }],
+  } as KubernetesObject;
+}
+
+/** The ClusterRole svc binds in its tenant namespaces (templates/rbac.yaml). */
+function tenantRole(): string {
+  return `svc-tenant.${installNamespace}`;
+}
+
 function clusterRole(name: string, rules: unknown[]): KubernetesObject {
   return {
     apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -197,10 +216,12 @@ before(async () => {
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromFile(svcKubeconfigPath);
   asSvc = KubernetesObjectApi.makeApiClient(kubeConfig);
+  svcCore = kubeConfig.makeApiClient(CoreV1Api);
 
   // RBAC bindings and policies reach the API server through informers. Dry runs as svc show
   // when both are in force: the policies deny with their own messages (RBAC would allow these
-  // two), and a proper tenant namespace and an install-namespace Secret pass (RBAC allows them).
+  // two: svc may create RoleBindings binding its tenant role anywhere, as far as RBAC goes), and
+  // a proper tenant namespace and an install-namespace Secret pass (RBAC allows them).
   // The cluster-scoped policy cannot be probed here: under the chart's RBAC every cluster-scoped
   // write it would judge is refused by RBAC first (see the "second line" test).
   await waitUntil(
@@ -208,7 +229,7 @@ before(async () => {
     async () => {
       const probes = await Promise.all([
         asSvc
-          .create(configMap(installNamespace, 'probe'), undefined, 'All')
+          .create(roleBinding(installNamespace, 'probe', tenantRole()), undefined, 'All')
           .then(() => false, isPolicyDenial(namespacedPolicy, 'only in its own tenant namespaces')),
         asSvc
           .create(namespaceObject(`tenant-probe-x${suffix}`), undefined, 'All')
@@ -229,6 +250,7 @@ before(async () => {
     kubeconfigPath: svcKubeconfigPath,
     installNamespace,
     install: { msspId, installId },
+    serviceAccount,
     timing: { retentionMs: 600_000 },
   });
 });
@@ -267,6 +289,16 @@ test("§9.4 §5.8 svc provisions a tenant as its own ServiceAccount, confined by
     'install-id': installId,
     'tenant-id': id,
   });
+
+  // svc bound its tenant role in the new namespace itself (namespace_created), as itself.
+  const rbacAdmin = cluster.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+  const binding = await rbacAdmin.readNamespacedRoleBinding({ namespace, name: 'svc' });
+  assert.equal(binding.roleRef.kind, 'ClusterRole');
+  assert.equal(binding.roleRef.name, tenantRole());
+  assert.deepEqual(
+    binding.subjects?.map((x) => [x.kind, x.name, x.namespace]),
+    [['ServiceAccount', serviceAccount, installNamespace]],
+  );
 
   // Secrets in the install namespace (by the API) and in the tenant namespace (orchestrator).
   const { rows: refs } = await o.db.pools.mssp.query<{ namespace: string; name: string }>(
@@ -344,17 +376,44 @@ test("§9.4 §5.8 svc provisions a tenant as its own ServiceAccount, confined by
   }
 });
 
-test('§5.8 svc may not create a ConfigMap in default (namespaced-writes policy)', async () => {
+test('§5.8 svc may not create a ConfigMap in default (RBAC: no namespaced rights outside its bindings)', async () => {
   const name = `svc-probe-${suffix}`;
   applied.push(configMap('default', name)); // deleted at the end, should the denial fail
   await assert.rejects(
     asSvc.create(configMap('default', name)),
+    isRbacDenial('create', 'configmaps'),
+  );
+  assert.equal(await exists(configMap('default', name)), false);
+});
+
+test('§5.8 svc may not bind its tenant role in default (namespaced-writes policy; RBAC would allow it)', async () => {
+  const name = `svc-probe-${suffix}`;
+  const binding = roleBinding('default', name, tenantRole());
+  applied.push(binding); // deleted at the end, should the denial fail
+  await assert.rejects(
+    asSvc.create(binding),
     isPolicyDenial(
       namespacedPolicy,
       'only in its own tenant namespaces (managed-by=svc, this install-id), not in default',
     ),
   );
-  assert.equal(await exists(configMap('default', name)), false);
+  assert.equal(await exists(binding), false);
+});
+
+test('§5.8 svc may not read Secrets in kube-system or default (RBAC)', async () => {
+  for (const namespace of ['kube-system', 'default']) {
+    await assert.rejects(
+      svcCore.listNamespacedSecret({ namespace }),
+      isRbacDenial('list', 'secrets'),
+      `list secrets in ${namespace}`,
+    );
+    await assert.rejects(
+      svcCore.readNamespacedSecret({ namespace, name: 'anything' }),
+      isRbacDenial('get', 'secrets'),
+      `get a secret in ${namespace}`,
+    );
+  }
+  await assert.rejects(svcCore.listSecretForAllNamespaces(), isRbacDenial('list', 'secrets'));
 });
 
 test('§2.5 svc may not create a tenant-x namespace without the tenant labels (tenant-namespaces policy)', async () => {
@@ -367,16 +426,33 @@ test('§2.5 svc may not create a tenant-x namespace without the tenant labels (t
   assert.equal(await exists(namespaceObject(name)), false);
 });
 
-test('§5.8 svc may not delete, nor write into, a tenant namespace of another install-id', async () => {
+test('§5.8 svc may not delete, read, nor write into, a tenant namespace of another install-id', async () => {
   const name = `tenant-foreign-${suffix}`;
   namespaces.add(name);
   await admin.create(namespaceObject(name, tenantLabels({ 'install-id': randomUUID() })));
+  // The other install's svc binds its own tenant role there; svc here holds nothing in it.
+  await admin.create({
+    ...roleBinding(name, 'svc', `svc-tenant.other-${suffix}`),
+    subjects: [{ kind: 'ServiceAccount', name: 'svc', namespace: `other-${suffix}` }],
+  } as KubernetesObject);
+  await admin.create(secret(name, 'theirs'));
   await assert.rejects(
     asSvc.delete(namespaceObject(name)),
     isPolicyDenial(namespacePolicy, 'may only update or delete namespaces'),
   );
   await assert.rejects(
-    asSvc.create(secret(name, 'planted')),
+    svcCore.readNamespacedSecret({ namespace: name, name: 'theirs' }),
+    isRbacDenial('get', 'secrets'),
+  );
+  await assert.rejects(
+    svcCore.listNamespacedSecret({ namespace: name }),
+    isRbacDenial('list', 'secrets'),
+  );
+  await assert.rejects(asSvc.create(secret(name, 'planted')), isRbacDenial('create', 'secrets'));
+  // Nor can it bind itself in there: RBAC lets it bind its tenant role by name, the policy
+  // refuses any namespace that is not this install's.
+  await assert.rejects(
+    asSvc.create(roleBinding(name, `svc-${suffix}`, tenantRole())),
     isPolicyDenial(namespacedPolicy, `not in ${name}`),
   );
   const ns = await adminCore.readNamespace({ name });
@@ -480,11 +556,21 @@ test('§3.1 svc decommissions its tenant as its own ServiceAccount: helm uninsta
   assert.equal(res.status, 200);
   const row = await waitForState(o, tenant.id, 'soft-deleted', 240_000);
   assert.ok(row.deleted_at instanceof Date);
+  // Read back as the admin: with the namespace gone, so is svc's RoleBinding in it, and svc may
+  // no longer even look there.
+  const adminHelm = createHelmRunner({
+    binary: helmBinary,
+    kubeconfigPath: cluster.kubeconfigPath,
+  });
   assert.equal(
-    await o.deps.helm.status({ release: RELEASE_NAME, namespace: tenant.namespace }),
+    await adminHelm.status({ release: RELEASE_NAME, namespace: tenant.namespace }),
     undefined,
   );
   assert.equal(await exists(namespaceObject(tenant.namespace)), false);
+  await assert.rejects(
+    svcCore.listNamespacedSecret({ namespace: tenant.namespace }),
+    isRbacDenial('list', 'secrets'),
+  );
   for (const name of Object.values(installSecretNames(tenant.id))) {
     assert.equal(await exists(secret(installNamespace, name)), false, `${name} removed`);
   }

@@ -79,6 +79,8 @@ export async function startOrchestration(
     installNamespace?: string;
     /** The organization row's ids (what the namespace labels and admission policies carry). */
     install?: { msspId: string; installId: string };
+    /** svc's ServiceAccount in the install namespace (install facts); default `svc`. */
+    serviceAccount?: string;
   } = {},
 ): Promise<Orchestration> {
   const cluster = getTestCluster();
@@ -121,7 +123,12 @@ export async function startOrchestration(
     kubeConfig,
     catalog,
     tokens: api.tokens,
-    install: { msspId: install.msspId, installId: install.installId, namespace: installNamespace },
+    install: {
+      msspId: install.msspId,
+      installId: install.installId,
+      namespace: installNamespace,
+      serviceAccount: options.serviceAccount ?? 'svc',
+    },
     settings: {
       adapterImage: { repository: 'registry.test/svc-adapter', tag: '0.1.0', digest: '' },
       apiUrl: `http://svc-api.${installNamespace}.svc:8080`,

@@ -31,6 +31,20 @@ import {
 
 export const RELEASE_NAME = 'svc-tenant';
 
+/**
+ * svc holds no rights inside a namespace until it binds its tenant ClusterRole there
+ * (charts/svc-system/templates/rbac.yaml). Returns once RBAC applies the binding, so the next
+ * call never meets a transient 403. Idempotent: every operation on an existing tenant namespace
+ * calls it first, which also repairs a binding someone removed. Deleting the namespace deletes it.
+ */
+export function bindServiceIdentity(deps: OrchestratorDeps, namespace: string) {
+  return deps.namespaces.bindServiceIdentity(namespace, {
+    serviceAccount: deps.install.serviceAccount,
+    installNamespace: deps.install.namespace,
+    clusterRole: tenantClusterRole(deps.install),
+  });
+}
+
 export interface TenantRecord {
   id: string;
   slug: string;
@@ -149,21 +163,13 @@ async function runStep(
       throw new StepFailure(step, 'install_secrets_missing', 'install-namespace Secrets missing');
     case 'namespace_created': {
       const outcome = await deps.namespaces.ensure(namespace, labels);
-      // svc holds no rights inside a namespace until it binds its tenant ClusterRole there
-      // (charts/svc-system/templates/rbac.yaml); this returns once RBAC applies the binding, so
-      // the next steps never meet a transient 403. Deleting the namespace deletes the binding.
-      const clusterRole = tenantClusterRole(deps.install);
-      const binding = await deps.namespaces.bindServiceIdentity(namespace, {
-        serviceAccount: deps.install.serviceAccount,
-        installNamespace: deps.install.namespace,
-        clusterRole,
-      });
+      const binding = await bindServiceIdentity(deps, namespace);
       await record(deps, tenant.id, step, {
         namespace,
         outcome,
         role_binding: {
           name: SERVICE_IDENTITY_BINDING,
-          cluster_role: clusterRole,
+          cluster_role: tenantClusterRole(deps.install),
           outcome: binding,
         },
       });

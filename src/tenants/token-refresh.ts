@@ -1,5 +1,5 @@
 import { ORCHESTRATOR_ACTOR, type OrchestratorDeps } from './context.ts';
-import { loadTenant, upsertSecretRef } from './provision.ts';
+import { bindServiceIdentity, loadTenant, upsertSecretRef } from './provision.ts';
 import { ADAPTER_TOKEN_SECRET, namespaceOf } from './render.ts';
 import { recordStep } from './steps.ts';
 
@@ -26,6 +26,7 @@ export async function refreshAdapterToken(
   if (deps.now().getTime() - ref.written_at.getTime() < deps.timing.adapterTokenRefreshMs)
     return false;
   const namespace = namespaceOf(tenant.slug);
+  await bindServiceIdentity(deps, namespace);
   const minted = await deps.tokens.mintAdapter({ tenantId });
   await deps.namespaces.putSecret(
     namespace,

@@ -1,6 +1,6 @@
 import { writeAudit } from '../audit/index.ts';
 import { ORCHESTRATOR_ACTOR, type OrchestratorDeps } from './context.ts';
-import { loadTenant, RELEASE_NAME, renderFor } from './provision.ts';
+import { bindServiceIdentity, loadTenant, RELEASE_NAME, renderFor } from './provision.ts';
 import { namespaceOf } from './render.ts';
 import { recordStep } from './steps.ts';
 
@@ -20,6 +20,7 @@ export async function advanceUpgrade(
   if (tenant?.state !== 'active' || tenant.upgrade_target === null) return;
   const target = tenant.upgrade_target;
   const namespace = namespaceOf(tenant.slug);
+  await bindServiceIdentity(deps, namespace);
   const before = await deps.helm.status({ release: RELEASE_NAME, namespace });
   let outcome: { ok: true } | { ok: false; error: string; rolledBackTo: number | null };
   try {

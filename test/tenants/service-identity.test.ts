@@ -15,6 +15,7 @@ import { parseAllDocuments } from 'yaml';
 import { createHelmRunner } from '../../src/cluster/helm.ts';
 import { installSecretNames } from '../../src/tenants/create.ts';
 import { RELEASE_NAME } from '../../src/tenants/provision.ts';
+import { refreshAdapterToken } from '../../src/tenants/token-refresh.ts';
 import { createTestNamespace, serviceAccountKubeconfig } from '../../testcluster/harness.ts';
 import { mergeValues, renderSystemChart, sampleValues } from '../policies/system-chart.ts';
 import { getTestCluster, waitUntil } from '../support/cluster.ts';
@@ -546,6 +547,30 @@ test('§5.8 second line: with RBAC widened by accident to ClusterRoles, the clus
     await admin.delete(grant);
     await admin.delete(widened);
   }
+});
+
+test('§8 the weekly adapter token rewrite first repairs a removed RoleBinding, then writes as svc', {
+  timeout: 120_000,
+}, async () => {
+  assert.ok(o && tenant, 'needs the tenant provisioned above');
+  const rbac = cluster.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+  await rbac.deleteNamespacedRoleBinding({ name: 'svc', namespace: tenant.namespace });
+  const read = async () => {
+    const s = await adminCore.readNamespacedSecret({
+      name: 'svc-adapter-token',
+      namespace: tenant?.namespace ?? '',
+    });
+    return Buffer.from(s.data?.token ?? '', 'base64').toString();
+  };
+  const before = await read();
+  const weekLater = { ...o.deps, now: () => new Date(Date.now() + 8 * 86_400_000) };
+  assert.equal(await refreshAdapterToken(weekLater, tenant.id), true);
+  assert.notEqual(await read(), before, 'rewritten by svc itself');
+  const binding = await rbac.readNamespacedRoleBinding({
+    name: 'svc',
+    namespace: tenant.namespace,
+  });
+  assert.equal(binding.roleRef.name, `svc-tenant.${installNamespace}`);
 });
 
 test('§3.1 svc decommissions its tenant as its own ServiceAccount: helm uninstall, namespace delete → soft-deleted', {

@@ -137,9 +137,10 @@ export function createOrchestrator(
             );
         })
         .finally(() => {
+          // No kick here: a task carries its tenant as far as it can go now (steps, then the
+          // readiness wait), so what is left waits for a timer or an outside event. Kicking
+          // would spin on a tenant that only waits for its adapter's heartbeat.
           running.delete(candidate.id);
-          // A finished task may have left follow-up work (provisioning → readiness).
-          if (!abort.signal.aborted) kick();
         });
       running.set(candidate.id, task);
     }

@@ -96,3 +96,30 @@ test('§8 the adapter JWT is refreshed weekly by rewriting its Secret; the datab
   );
   assert.equal(stored.rows.length, 0, 'the token itself is not in the database');
 });
+
+test('§3.1 a Ready tenant waiting for its adapter costs a few queries per poll, not a busy loop', {
+  timeout: 300_000,
+}, async () => {
+  const slug = uniqueSlug('idle');
+  const id = await createTenantVia(o, tenantConfig(slug));
+  await waitForState(o, id, 'provisioning');
+  for (let i = 0; !(await lifecycle(o, id)).includes('step:package_ready'); i++) {
+    if (i > 960) throw new Error('never ready');
+    await sleep(250);
+  }
+  const commits = async () => {
+    const { rows } = await o.db.pools.admin.query<{ n: string }>(
+      `SELECT pg_stat_clear_snapshot(), xact_commit::text AS n FROM pg_stat_database
+        WHERE datname = current_database()`,
+    );
+    return Number(rows[0]?.n);
+  };
+  await sleep(1_500); // let the statistics catch up with the readiness work
+  const before = await commits();
+  await sleep(4_000);
+  const spent = (await commits()) - before;
+  // The loop polls every 500 ms here: ~8 passes of a handful of transactions each. A pass
+  // that re-kicked itself would commit thousands in 4 s.
+  assert.ok(spent < 150, `${spent} transactions in 4 s while only waiting`);
+  assert.equal((await tenantRow(o, id))?.state, 'provisioning');
+});

@@ -131,7 +131,7 @@ export async function advanceProvisioning(
       const step = nextStep(done);
       if (step === undefined || step === 'package_ready') return; // transition already made
       try {
-        await runStep(deps, tenant, step, done);
+        await runStep(deps, tenant, step);
       } catch (error) {
         if (signal.aborted) throw error;
         // Before its namespace_created step, `tenant-<slug>` is not svc's (it may be someone
@@ -152,7 +152,6 @@ async function runStep(
   deps: OrchestratorDeps,
   tenant: TenantRecord,
   step: ProvisioningStep,
-  done: ReadonlyMap<ProvisioningStep, { details: Record<string, unknown> }>,
 ): Promise<void> {
   const namespace = namespaceOf(tenant.slug);
   const labels = namespaceLabels(tenant.id, deps.install);
@@ -189,7 +188,7 @@ async function runStep(
       return;
     }
     case 'package_installed':
-      await installPackage(deps, tenant, namespace, done);
+      await installPackage(deps, tenant, namespace);
       return;
     case 'package_ready':
       return;
@@ -398,7 +397,6 @@ async function installPackage(
   deps: OrchestratorDeps,
   tenant: TenantRecord,
   namespace: string,
-  _done: ReadonlyMap<ProvisioningStep, unknown>,
 ): Promise<void> {
   const version = await installableVersion(deps);
   const { chart, values } = await renderFor(deps, tenant, version);

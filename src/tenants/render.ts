@@ -213,7 +213,7 @@ export function memoryBytes(q: string): number {
 }
 
 /** Every resource block the package runs, as rendered (dashboard and analysis when enabled). */
-export function podResources(values: TenantValues) {
+function podResources(values: TenantValues) {
   const { monitor, cases, analysis } = values.components;
   return [
     monitor.manager.resources,

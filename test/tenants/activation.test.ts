@@ -12,6 +12,7 @@ import {
   tenantRow,
   uniqueSlug,
   waitForState,
+  waitForStep,
 } from './support.ts';
 
 let o: Orchestration;
@@ -103,10 +104,7 @@ test('§3.1 a Ready tenant waiting for its adapter costs a few queries per poll,
   const slug = uniqueSlug('idle');
   const id = await createTenantVia(o, tenantConfig(slug));
   await waitForState(o, id, 'provisioning');
-  for (let i = 0; !(await lifecycle(o, id)).includes('step:package_ready'); i++) {
-    if (i > 960) throw new Error('never ready');
-    await sleep(250);
-  }
+  await waitForStep(o, id, 'step:package_ready');
   const commits = async () => {
     const { rows } = await o.db.pools.admin.query<{ n: string }>(
       `SELECT pg_stat_clear_snapshot(), xact_commit::text AS n FROM pg_stat_database

@@ -17,6 +17,7 @@ import {
   tenantRow,
   uniqueSlug,
   waitForState,
+  waitForStep,
 } from './support.ts';
 
 let o: Orchestration;
@@ -105,10 +106,7 @@ test('§9.4 an orchestrator killed mid-flow (SIGKILL) is resumed by another afte
   // The survivor takes over; the dead process's lock went with its connection.
   o.orchestrator.start();
   await waitForState(o, id, 'provisioning');
-  for (let i = 0; !(await lifecycle(o, id)).includes('step:package_ready'); i++) {
-    if (i > 960) throw new Error('never ready');
-    await sleep(250);
-  }
+  await waitForStep(o, id, 'step:package_ready');
   const steps = (await lifecycle(o, id)).filter((s) => s.startsWith('step:'));
   for (const step of PROVISIONING_STEPS) {
     assert.equal(

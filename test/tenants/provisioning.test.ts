@@ -4,13 +4,14 @@ import { loadTenant, RELEASE_NAME, renderFor } from '../../src/tenants/provision
 import {
   adapterHeartbeat,
   createTenantVia,
-  lifecycle,
   type Orchestration,
+  PROVISIONED_LIFECYCLE,
   startOrchestration,
   tenantConfig,
   tenantRow,
   uniqueSlug,
   waitForState,
+  waitForStep,
 } from './support.ts';
 
 let o: Orchestration;
@@ -101,17 +102,8 @@ test('§9.4 create → namespace with §2.5 labels, bootstrap Secrets, package R
 
   // The heartbeat counts only once every package resource is Ready (§3.1 row 3).
   await waitForState(o, id, 'provisioning');
-  const steps = await waitUntilStep(id, 'step:package_ready');
-  assert.deepEqual(steps, [
-    'config_revision',
-    'step:install_secrets_written',
-    'step:namespace_created',
-    'step:bootstrap_secrets_written',
-    'step:edge_ports_allocated',
-    'step:package_installed',
-    'pending->provisioning',
-    'step:package_ready',
-  ]);
+  const steps = await waitForStep(o, id, 'step:package_ready');
+  assert.deepEqual(steps, PROVISIONED_LIFECYCLE);
   const beat = await adapterHeartbeat(o, slug);
   assert.deepEqual([beat.status, beat.body], [200, { tenant_state: 'active', activated: true }]);
   const row = await tenantRow(o, id);
@@ -169,18 +161,6 @@ test('§9.4 create → namespace with §2.5 labels, bootstrap Secrets, package R
   assert.ok(stream.length >= 9);
   assert.ok(stream.some((e) => e.type === 'tenant.lifecycle.transition'));
 });
-
-async function waitUntilStep(id: string, step: string): Promise<string[]> {
-  const deadline = Date.now() + 240_000;
-  for (;;) {
-    const steps = await lifecycle(o, id);
-    if (steps.includes(step)) return steps;
-    const row = await tenantRow(o, id);
-    if (row?.error_details) throw new Error(JSON.stringify(row.error_details));
-    if (Date.now() > deadline) throw new Error(`no ${step}: ${steps.join(', ')}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
 
 test('§9.5.2 round trip: tenant config → rendered values → installed release → values and resources read back, no drift', {
   timeout: 300_000,

@@ -20,6 +20,7 @@ import {
   tenantRow,
   uniqueSlug,
   waitForState,
+  waitForStep,
 } from './support.ts';
 
 let o: Orchestration;
@@ -176,9 +177,7 @@ test('§3.1 a failed package install rolls back (uninstall, namespace deleted), 
     'step:package_installed',
     'pending->provisioning',
   ]);
-  await waitFor(async () =>
-    (await lifecycle(o, id)).includes('step:package_ready') ? true : undefined,
-  );
+  await waitForStep(o, id, 'step:package_ready');
   assert.equal((await adapterHeartbeat(o, slug)).body.tenant_state, 'active');
   const release = await o.deps.helm.status({ release: RELEASE_NAME, namespace });
   assert.equal(release?.status, 'deployed');
@@ -189,7 +188,7 @@ test('§3.1 a failed package install rolls back (uninstall, namespace deleted), 
   assert.deepEqual(refs, [{ purpose: 'adapter-token', version: 2 }], 'rewritten, version bumped');
 });
 
-test('§3.1 retry is refused for a tenant that has not failed, for unknown tenants, and for analysts', async () => {
+test('§3.1 retry is refused for a tenant that has not failed and for unknown tenants (roles: the §5.8 matrix)', async () => {
   const slug = uniqueSlug('noretry');
   const id = await createTenantVia(o, tenantConfig(slug));
   const res = await o.admin.mssp.retry({ params: { tenant_id: id } });

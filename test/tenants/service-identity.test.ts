@@ -22,13 +22,14 @@ import { getTestCluster, waitUntil } from '../support/cluster.ts';
 import {
   adapterHeartbeat,
   createTenantVia,
-  lifecycle,
   type Orchestration,
+  PROVISIONED_LIFECYCLE,
   startOrchestration,
   tenantConfig,
   tenantRow,
   uniqueSlug,
   waitForState,
+  waitForStep,
 } from './support.ts';
 
 // The whole provisioning flow run as svc's own cluster identity, confined exactly as an install
@@ -318,25 +319,7 @@ test("§9.4 §5.8 svc provisions a tenant as its own ServiceAccount, confined by
   }
 
   // Readiness (list Deployments, StatefulSets, PVCs as svc) passed, then the heartbeat.
-  const deadline = Date.now() + 240_000;
-  let steps = await lifecycle(o, id);
-  while (!steps.includes('step:package_ready')) {
-    const row = await tenantRow(o, id);
-    if (row?.error_details) throw new Error(JSON.stringify(row.error_details));
-    if (Date.now() > deadline) throw new Error(`no package_ready: ${steps.join(', ')}`);
-    await new Promise((resolve) => setTimeout(resolve, 250));
-    steps = await lifecycle(o, id);
-  }
-  assert.deepEqual(steps, [
-    'config_revision',
-    'step:install_secrets_written',
-    'step:namespace_created',
-    'step:bootstrap_secrets_written',
-    'step:edge_ports_allocated',
-    'step:package_installed',
-    'pending->provisioning',
-    'step:package_ready',
-  ]);
+  assert.deepEqual(await waitForStep(o, id, 'step:package_ready'), PROVISIONED_LIFECYCLE);
   const beat = await adapterHeartbeat(o, slug);
   assert.deepEqual([beat.status, beat.body], [200, { tenant_state: 'active', activated: true }]);
   assert.equal((await tenantRow(o, id))?.state, 'active');

@@ -319,3 +319,35 @@ export async function tenantChartCopy(
   }
   return target;
 }
+
+/** The lifecycle of a tenant provisioned without trouble, up to readiness (spec §9.4). */
+export const PROVISIONED_LIFECYCLE = [
+  'config_revision',
+  'step:install_secrets_written',
+  'step:namespace_created',
+  'step:bootstrap_secrets_written',
+  'step:edge_ports_allocated',
+  'step:package_installed',
+  'pending->provisioning',
+  'step:package_ready',
+] as const;
+
+/** Waits until the lifecycle holds `step` and returns it; fails at once on a failed attempt. */
+export async function waitForStep(
+  o: Orchestration,
+  id: string,
+  step: string,
+  timeoutMs = 240_000,
+): Promise<string[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const steps = await lifecycle(o, id);
+    if (steps.includes(step)) return steps;
+    const row = await tenantRow(o, id);
+    if (row?.error_details)
+      throw new Error(`provisioning failed: ${JSON.stringify(row.error_details)}`);
+    if (Date.now() > deadline)
+      throw new Error(`no ${step} within ${timeoutMs} ms: ${steps.join(', ')}`);
+    await sleep(250);
+  }
+}

@@ -15,16 +15,27 @@ import { generateKeyPairSync } from 'node:crypto';
  *   3. POST /api/auth/login at the same concurrency for the same total time (200s only),
  *      taking turns with 2. so noise from other work on the machine hits both
  *   4. the ratio login/raw
+ *   5. a flood of sign-in attempts from one address, each naming a new email, against a
+ *      second server with the production rate limits: heap growth over the flood, and the
+ *      median latency of the attempts and of /healthz in its last tenth as ratios against
+ *      its first tenth (after warm-up), all in this run
+ *
+ * Phases 1-3 stand for many users: each sign-in comes from its own client address
+ * (X-Forwarded-For from a trusted loopback proxy), as one address may hold only two places
+ * in the hasher.
  *
  * Exits 0 whatever the verdicts; non-zero only when the benchmark itself fails.
  *
- *   npm run bench:login -- --duration 10 --concurrency 16 --burst 200 --users 16 --rounds 2
- *   BENCH_DURATION=… BENCH_CONCURRENCY=… BENCH_BURST=… BENCH_USERS=… BENCH_ROUNDS=…
+ *   npm run bench:login -- --duration 10 --concurrency 16 --burst 200 --users 16 --rounds 2 \
+ *     --flood 120000
+ *   BENCH_DURATION=… BENCH_CONCURRENCY=… BENCH_BURST=… BENCH_USERS=… BENCH_ROUNDS=… BENCH_FLOOD=…
  */
 import type { AddressInfo } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { serve } from '@hono/node-server';
 import { verify as argon2Verify } from '@node-rs/argon2';
 import { createOriginPolicy } from '../src/auth/csrf.ts';
@@ -45,7 +56,7 @@ import { createEventHub } from '../src/events/index.ts';
 import { createApp } from '../src/http/app.ts';
 import { createLogger } from '../src/log/index.ts';
 import { createTokenService, signingKeyFromPem } from '../src/tokens/index.ts';
-import { readKernelPeak, resetKernelPeak, runOnScratchDatabase } from './harness.ts';
+import { percentile, readKernelPeak, resetKernelPeak, runOnScratchDatabase } from './harness.ts';
 
 const TARGET_RATIO = 0.85;
 const MIB = 1024 * 1024;
@@ -58,6 +69,11 @@ const HASH_QUEUE = 64;
 /** Hard caps so a broken server cannot keep the benchmark running. */
 const MAX_OPERATIONS_PER_PHASE = 100_000;
 const REQUEST_TIMEOUT_MS = 60_000;
+/** The flood's attempts in flight at once, all from one address. */
+const FLOOD_CONCURRENCY = 4;
+/** Flood targets: what stays of the limiter after the flood, and how much slower it got. */
+const FLOOD_HEAP_LIMIT = 32 * MIB;
+const FLOOD_SLOWDOWN_LIMIT = 2;
 
 interface Options {
   durationMs: number;
@@ -66,6 +82,8 @@ interface Options {
   users: number;
   /** Raw and login take turns this many times, each turn durationMs / rounds long. */
   rounds: number;
+  /** Sign-in attempts from one address in phase 5; 0 skips it. */
+  flood: number;
 }
 
 interface Credentials {
@@ -94,6 +112,7 @@ function parseOptions(): Options {
       burst: { type: 'string' },
       users: { type: 'string' },
       rounds: { type: 'string' },
+      flood: { type: 'string' },
     },
   });
   const pick = (name: keyof typeof values, fallback: number, min: number, max: number) => {
@@ -109,6 +128,7 @@ function parseOptions(): Options {
     burst: pick('burst', 200, 1, 5000),
     users: pick('users', 16, 1, 1000),
     rounds: pick('rounds', 2, 1, 100),
+    flood: pick('flood', 120_000, 0, 10_000_000),
   };
 }
 
@@ -155,7 +175,8 @@ async function startServer(
   const events = await createEventHub({ target, db });
   const app = createApp({
     authMode: 'internal',
-    trustedProxyCidrs: [],
+    // The load generator is the loopback proxy that names each simulated client.
+    trustedProxyCidrs: ['127.0.0.0/8'],
     logger: createLogger('silent'),
     databaseReady: db.ping,
     api: {
@@ -267,11 +288,23 @@ async function alternate(
   return { raw, login: signIns };
 }
 
-/** One sign-in as a browser on the app's own origin would send it; returns the status. */
-async function login(server: Server, user: Credentials): Promise<string> {
+/** A distinct address per index, from the benchmarking range 198.18.0.0/15 (RFC 2544). */
+function clientOf(index: number): string {
+  return `198.${18 + ((index >> 16) & 1)}.${(index >> 8) & 255}.${index & 255}`;
+}
+
+/**
+ * One sign-in as a browser on the app's own origin would send it, from `client` (or from the
+ * loopback peer itself); returns the status.
+ */
+async function login(server: Server, user: Credentials, client?: string): Promise<string> {
   const response = await fetch(`${server.url}/api/auth/login`, {
     method: 'POST',
-    headers: { origin: server.url, 'content-type': 'application/json' },
+    headers: {
+      origin: server.url,
+      'content-type': 'application/json',
+      ...(client === undefined ? {} : { 'x-forwarded-for': client }),
+    },
     body: JSON.stringify(user),
     signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
   });
@@ -307,7 +340,7 @@ async function burst(server: Server, users: Credentials[], count: number): Promi
   const counts = new Map<string, number>();
   try {
     const statuses = await Promise.all(
-      Array.from({ length: count }, (_, i) => login(server, pickUser(users, i))),
+      Array.from({ length: count }, (_, i) => login(server, pickUser(users, i), clientOf(i))),
     );
     for (const status of statuses) counts.set(status, (counts.get(status) ?? 0) + 1);
   } finally {
@@ -316,6 +349,71 @@ async function burst(server: Server, users: Credentials[], count: number): Promi
   sample();
   const kernelPeak = kernelReset ? await readKernelPeak() : undefined;
   return { baseline, sampledPeak, kernelPeak, counts };
+}
+
+// --- Flood ------------------------------------------------------------------------------
+
+/** `gc()`, switched on at run time so `npm run bench:login` needs no node flag. */
+function garbageCollector(): () => void {
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as () => void;
+}
+
+interface FloodResult {
+  /** Heap used after a full collection, before and after the flood. */
+  heapBefore: number;
+  heapAfter: number;
+  /** Latency (ms) of each attempt, by attempt index. */
+  latencies: Float64Array;
+  /** /healthz latencies, each with how many attempts had been answered when it was sent. */
+  health: { answered: number; ms: number }[];
+  counts: Map<string, number>;
+  elapsedMs: number;
+}
+
+/**
+ * `attempts` sign-ins from the loopback address itself, each naming a new email (what grew
+ * the limiter without bound), FLOOD_CONCURRENCY at a time, while /healthz is asked in a loop.
+ */
+async function flood(server: Server, attempts: number): Promise<FloodResult> {
+  const gc = garbageCollector();
+  gc();
+  const heapBefore = process.memoryUsage().heapUsed;
+  const latencies = new Float64Array(attempts);
+  const counts = new Map<string, number>();
+  const health: FloodResult['health'] = [];
+  let issued = 0;
+  let answered = 0;
+  const started = performance.now();
+  const attacker = async () => {
+    while (issued < attempts) {
+      const i = issued++;
+      const sent = performance.now();
+      const status = await login(server, {
+        email: `flood-${i}@example.com`,
+        password: 'not the right password',
+      });
+      latencies[i] = performance.now() - sent;
+      counts.set(status, (counts.get(status) ?? 0) + 1);
+      answered++;
+    }
+  };
+  const probe = async () => {
+    while (answered < attempts) {
+      const at = answered;
+      const sent = performance.now();
+      const response = await fetch(`${server.url}/healthz`, {
+        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      });
+      await response.arrayBuffer();
+      health.push({ answered: at, ms: performance.now() - sent });
+    }
+  };
+  await Promise.all([...Array.from({ length: FLOOD_CONCURRENCY }, attacker), probe()]);
+  const elapsedMs = performance.now() - started;
+  gc();
+  const heapAfter = process.memoryUsage().heapUsed;
+  return { heapBefore, heapAfter, latencies, health, counts, elapsedMs };
 }
 
 // --- Report -----------------------------------------------------------------------------
@@ -390,6 +488,55 @@ function printLogin(result: LoadResult, concurrency: number): number {
   return perSecond;
 }
 
+/**
+ * The flood's second tenth (warm-up and the attempts that still reach the hasher are in the
+ * first) is the baseline; its last tenth is where an unbounded limiter is largest.
+ */
+function printFlood(result: FloodResult, attempts: number, auth: AuthConfig): boolean {
+  const tenth = Math.max(1, Math.floor(attempts / 10));
+  const early = [tenth, 2 * tenth] as const;
+  const late = [attempts - tenth, attempts] as const;
+  const median = (values: ArrayLike<number>) => percentile(Array.from(values), 50);
+  const attemptMedian = (range: readonly [number, number]) =>
+    median(result.latencies.subarray(range[0], range[1]));
+  const healthMedian = (range: readonly [number, number]) =>
+    median(
+      result.health.filter((h) => h.answered >= range[0] && h.answered < range[1]).map((h) => h.ms),
+    );
+  const ms = (value: number) => `${value.toFixed(2)} ms`;
+  const growth = result.heapAfter - result.heapBefore;
+  console.log(
+    `\n[flood] ${attempts} sign-in attempts from one address, each naming a new email,` +
+      ` ${FLOOD_CONCURRENCY} in flight; production limits (${auth.loginRateLimitPerIp} per IP,` +
+      ` ${auth.loginRateLimitPerEmail} per email in 15 min)`,
+  );
+  console.log(
+    `  ${seconds(result.elapsedMs)}; statuses: ${describeCounts(result.counts)};` +
+      ` ${result.health.length} /healthz probes`,
+  );
+  console.log(
+    `  heap after GC: ${mib(result.heapBefore)} before, ${mib(result.heapAfter)} after,` +
+      ` growth ${(growth / MIB).toFixed(1)} MiB (target < ${mib(FLOOD_HEAP_LIMIT)})`,
+  );
+  const ratios = [
+    ['attempt', attemptMedian(early), attemptMedian(late)],
+    ['/healthz', healthMedian(early), healthMedian(late)],
+  ] as const;
+  let slowdownPass = true;
+  for (const [what, first, last] of ratios) {
+    const ratio = last / first;
+    slowdownPass &&= ratio <= FLOOD_SLOWDOWN_LIMIT;
+    console.log(
+      `  median ${what} latency: ${ms(first)} in attempts ${early[0]}-${early[1] - 1},` +
+        ` ${ms(last)} in ${late[0]}-${late[1] - 1}: ratio ${ratio.toFixed(2)}` +
+        ` (target <= ${FLOOD_SLOWDOWN_LIMIT})`,
+    );
+  }
+  const pass = growth < FLOOD_HEAP_LIMIT && slowdownPass;
+  console.log(`  -> ${verdict(pass)}`);
+  return pass;
+}
+
 // --- Main -------------------------------------------------------------------------------
 
 async function benchmark(scratch: ScratchDatabase, options: Options): Promise<void> {
@@ -419,7 +566,7 @@ async function benchmark(scratch: ScratchDatabase, options: Options): Promise<vo
     const live = server;
     const { raw, login: signIns } = await alternate(options, {
       raw: async () => ((await argon2Verify(sampleHash, sample.password)) ? 'ok' : 'mismatch'),
-      login: (i) => login(live, pickUser(users, i)),
+      login: (i) => login(live, pickUser(users, i), clientOf(i)),
     });
     if (raw.counts.has('mismatch')) throw new Error('raw verify rejected a correct password');
     const rawRate = printRaw(raw, concurrency);
@@ -428,7 +575,27 @@ async function benchmark(scratch: ScratchDatabase, options: Options): Promise<vo
     const ratio = rawRate === 0 ? 0 : loginRate / rawRate;
     const ratioPass = ratio >= TARGET_RATIO;
     console.log(`\n[ratio] login/raw = ${ratio.toFixed(3)} (target >= ${TARGET_RATIO})`);
-    console.log(`\nsummary: throughput ${verdict(ratioPass)}, memory ${verdict(memoryPass)}`);
+
+    let floodVerdict = 'skipped';
+    if (options.flood > 0) {
+      const production = {
+        ...loadConfig({}).auth,
+        hashConcurrency: HASH_CONCURRENCY,
+        hashQueue: HASH_QUEUE,
+      };
+      const limited = await startServer(scratch.target, db, hasher, production);
+      try {
+        floodVerdict = verdict(
+          printFlood(await flood(limited, options.flood), options.flood, production),
+        );
+      } finally {
+        await limited.close();
+      }
+    }
+    console.log(
+      `\nsummary: throughput ${verdict(ratioPass)}, memory ${verdict(memoryPass)},` +
+        ` flood ${floodVerdict}`,
+    );
   } finally {
     await server?.close();
     await db.close();

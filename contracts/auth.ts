@@ -27,8 +27,18 @@ export const Identity = Type.Object(
   { additionalProperties: false },
 );
 
-/** Generous transport bound; the 12..1024 code-point rule is checked by the server. */
+/**
+ * A password that is already set: any length up to a generous transport bound, so that a
+ * password set before the 12-character policy (spec §5.4 item 2) still signs in.
+ */
 const PasswordField = Type.String({ minLength: 1, maxLength: 4096 });
+
+/** A password being chosen: spec §5.4 item 2, counted in Unicode code points as JSON Schema does. */
+const NewPassword = Type.String({
+  minLength: 12,
+  maxLength: 1024,
+  description: '12 to 1,024 Unicode code points; no composition rules (spec §5.4)',
+});
 
 export const LoginBody = Type.Object(
   { email: Type.String({ minLength: 3, maxLength: 254 }), password: PasswordField },
@@ -36,7 +46,7 @@ export const LoginBody = Type.Object(
 );
 
 export const ChangePasswordBody = Type.Object(
-  { current_password: PasswordField, new_password: Type.String({ maxLength: 4096 }) },
+  { current_password: PasswordField, new_password: NewPassword },
   { additionalProperties: false },
 );
 
@@ -46,6 +56,7 @@ export const authContract = {
     path: '/api/auth/login',
     summary: 'Sign in with email and password; sets the svc_session cookie',
     access: 'anonymous (internal mode)',
+    anonymous: true,
     body: LoginBody,
     responses: {
       200: Type.Object(
@@ -94,6 +105,9 @@ export const authContract = {
       400: Problem,
       401: Problem,
       403: Problem,
+      // The new password is hashed: the same per-address share and hash bound as sign-in.
+      429: Problem,
+      503: Problem,
     },
   }),
 } as const;

@@ -69,6 +69,7 @@ export const internalContract = {
     path: '/api/internal/adapter/bootstrap',
     summary: "Exchange the tenant's bootstrap credential for an adapter token",
     access: 'anonymous; authenticated by the bootstrap credential in the body',
+    anonymous: true,
     query: NoQuery,
     body: BootstrapBody,
     responses: {

@@ -1,9 +1,31 @@
+import type { TSchema } from 'typebox';
 import Type from 'typebox';
-import { Problem, route, Uuid } from './route.ts';
+import { Email } from './email.ts';
+import { type Impersonation, type Method, Problem, type Route, route, Uuid } from './route.ts';
 import { TenantConfig } from './tenant-config.ts';
+import { Timestamp } from './timestamp.ts';
+
+/**
+ * `route()` for the MSSP family: every MSSP route declares how it treats an impersonation
+ * token (spec §5.2); the server refuses to register an `/api/mssp/*` route without one.
+ */
+function msspRoute<
+  const M extends Method,
+  const P extends string,
+  Params extends TSchema | undefined = undefined,
+  Query extends TSchema | undefined = undefined,
+  Body extends TSchema | undefined = undefined,
+  const Responses extends Record<number, TSchema | null> = Record<number, TSchema | null>,
+  const I extends Impersonation = Impersonation,
+>(
+  impersonation: I,
+  definition: Route<M, P, Params, Query, Body, Responses>,
+): Route<M, P, Params, Query, Body, Responses> & { impersonation: I } {
+  return { ...route(definition), impersonation };
+}
 
 const msspUserContract = {
-  resetPassword: route({
+  resetPassword: msspRoute('deny', {
     method: 'POST',
     path: '/api/mssp/users/{id}/password/reset',
     summary:
@@ -55,6 +77,45 @@ export const Tenant = Type.Object(
       ),
       Type.Null(),
     ]),
+    /**
+     * The reconciler's last finding (docs/orchestrator.md "Reconciliation"): null while the
+     * cluster matches svc's record.
+     */
+    drift: Type.Union([
+      Type.Object(
+        {
+          detected_at: Type.String(),
+          findings: Type.Array(
+            Type.Object(
+              {
+                object: Type.Union([
+                  Type.Literal('namespace'),
+                  Type.Literal('release'),
+                  Type.Literal('install_secret'),
+                ]),
+                name: Type.String(),
+                problem: Type.Union([
+                  Type.Literal('missing'),
+                  Type.Literal('foreign'),
+                  Type.Literal('terminating'),
+                  Type.Literal('not_deployed'),
+                ]),
+                repair: Type.Union([
+                  Type.Literal('recreated'),
+                  Type.Literal('reinstalled'),
+                  Type.Literal('none'),
+                  Type.Literal('failed'),
+                ]),
+                detail: Type.Optional(Type.String()),
+              },
+              { additionalProperties: false },
+            ),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+      Type.Null(),
+    ]),
     created_at: Type.String(),
     updated_at: Type.String(),
     deleted_at: Type.Union([Type.String(), Type.Null()]),
@@ -86,7 +147,7 @@ export const AuditRow = Type.Object(
 );
 
 export const msspTenantContract = {
-  createTenant: route({
+  createTenant: msspRoute('deny', {
     method: 'POST',
     path: '/api/mssp/tenants',
     summary:
@@ -101,7 +162,7 @@ export const msspTenantContract = {
       503: Problem,
     },
   }),
-  listTenants: route({
+  listTenants: msspRoute('deny', {
     method: 'GET',
     path: '/api/mssp/tenants',
     summary: 'List tenants, newest first, optionally by state',
@@ -122,7 +183,7 @@ export const msspTenantContract = {
       400: Problem,
     },
   }),
-  getTenant: route({
+  getTenant: msspRoute('own_tenant', {
     method: 'GET',
     path: '/api/mssp/tenants/{tenant_id}',
     summary: 'One tenant with its lifecycle history',
@@ -153,7 +214,7 @@ export const msspTenantContract = {
       404: Problem,
     },
   }),
-  decommission: route({
+  decommission: msspRoute('deny', {
     method: 'POST',
     path: '/api/mssp/tenants/{tenant_id}:decommission',
     summary: 'Start decommissioning an active tenant (grace period begins)',
@@ -165,7 +226,7 @@ export const msspTenantContract = {
       409: Problem,
     },
   }),
-  retry: route({
+  retry: msspRoute('deny', {
     method: 'POST',
     path: '/api/mssp/tenants/{tenant_id}:retry',
     summary:
@@ -178,7 +239,7 @@ export const msspTenantContract = {
       409: Problem,
     },
   }),
-  upgrade: route({
+  upgrade: msspRoute('deny', {
     method: 'POST',
     path: '/api/mssp/tenants/{tenant_id}:upgrade',
     summary:
@@ -208,7 +269,7 @@ export const msspTenantContract = {
       422: Problem,
     },
   }),
-  impersonate: route({
+  impersonate: msspRoute('deny', {
     method: 'POST',
     path: '/api/mssp/impersonate/{tenant_id}',
     summary: 'Mint a token acting as one tenant (at most 30 minutes); audited at mint',
@@ -230,18 +291,27 @@ export const msspTenantContract = {
       409: Problem,
     },
   }),
-  audit: route({
+  audit: msspRoute('own_tenant', {
     method: 'GET',
     path: '/api/mssp/audit',
     summary: 'Cross-tenant audit view (System principal), newest first; JSON Lines or CSV export',
     access: 'platform_admin, mssp_admin, analyst (export: platform_admin)',
+    alternativeMedia: {
+      'application/x-ndjson': Type.String({
+        description: '`format=jsonl`: one audit row (as in `items`) per line, newest first',
+      }),
+      'text/csv': Type.String({
+        description:
+          '`format=csv` (UTF-8): a header row, then one row per audit entry, newest first; JSON columns as JSON text',
+      }),
+    },
     query: Type.Object(
       {
         tenant_id: Type.Optional(Uuid),
         action: Type.Optional(Type.String({ pattern: '^[a-z][a-z_.]{0,99}$' })),
         actor_id: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-        since: Type.Optional(Type.String({ format: 'date-time' })),
-        until: Type.Optional(Type.String({ format: 'date-time' })),
+        since: Type.Optional(Timestamp),
+        until: Type.Optional(Timestamp),
         format: Type.Optional(
           Type.Union([Type.Literal('json'), Type.Literal('jsonl'), Type.Literal('csv')]),
         ),
@@ -259,7 +329,7 @@ export const msspTenantContract = {
       403: Problem,
     },
   }),
-  fleetSummary: route({
+  fleetSummary: msspRoute('deny', {
     method: 'GET',
     path: '/api/mssp/fleet/summary',
     summary: 'Cross-tenant rollup (System principal, audited with a reason)',
@@ -286,7 +356,7 @@ export const msspTenantContract = {
       ),
     },
   }),
-  tenantEvents: route({
+  tenantEvents: msspRoute('own_tenant', {
     method: 'GET',
     path: '/api/mssp/tenants/{tenant_id}/events',
     summary:
@@ -317,7 +387,7 @@ export const User = Type.Object(
 );
 
 const NewUser = {
-  email: Type.String({ pattern: '^[^@\\sA-Z]{1,64}@[^@\\sA-Z]{1,189}$', maxLength: 254 }),
+  email: Email,
   display_name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
 };
 
@@ -331,14 +401,14 @@ const Created = Type.Object(
 );
 
 export const msspUserManagementContract = {
-  listUsers: route({
+  listUsers: msspRoute('deny', {
     method: 'GET',
     path: '/api/mssp/users',
     summary: 'MSSP-side users',
     access: 'platform_admin, mssp_admin, analyst (not with an impersonation token)',
     responses: { 200: Type.Object({ items: Type.Array(User) }, { additionalProperties: false }) },
   }),
-  createUser: route({
+  createUser: msspRoute('deny', {
     method: 'POST',
     path: '/api/mssp/users',
     summary:
@@ -357,7 +427,7 @@ export const msspUserManagementContract = {
     ),
     responses: { 201: Created, 403: Problem, 409: Problem },
   }),
-  listTenantUsers: route({
+  listTenantUsers: msspRoute('own_tenant', {
     method: 'GET',
     path: '/api/mssp/tenants/{tenant_id}/users',
     summary: "A tenant's customer users",
@@ -368,7 +438,7 @@ export const msspUserManagementContract = {
       404: Problem,
     },
   }),
-  createTenantUser: route({
+  createTenantUser: msspRoute('own_tenant', {
     method: 'POST',
     path: '/api/mssp/tenants/{tenant_id}/users',
     summary: 'Create a customer_viewer of the tenant',
@@ -377,7 +447,7 @@ export const msspUserManagementContract = {
     body: Type.Object(NewUser, { additionalProperties: false }),
     responses: { 201: Created, 404: Problem, 409: Problem },
   }),
-  deactivateTenantUser: route({
+  deactivateTenantUser: msspRoute('own_tenant', {
     method: 'POST',
     path: '/api/mssp/tenants/{tenant_id}/users/{user_id}:deactivate',
     summary: "Deactivate a customer user; all of the user's sessions are revoked",
@@ -435,7 +505,7 @@ const Decision = Type.Object(
 );
 
 export const msspTriageContract = {
-  tenantIncidents: route({
+  tenantIncidents: msspRoute('own_tenant', {
     method: 'GET',
     path: '/api/mssp/tenants/{tenant_id}/incidents',
     summary: "One tenant's investigations, newest first (read under that tenant's context)",
@@ -456,7 +526,7 @@ export const msspTriageContract = {
       404: Problem,
     },
   }),
-  tenantReviews: route({
+  tenantReviews: msspRoute('own_tenant', {
     method: 'GET',
     path: '/api/mssp/tenants/{tenant_id}/reviews',
     summary: "One tenant's human-in-the-loop queue: reviews awaiting a decision, oldest first",
@@ -467,7 +537,7 @@ export const msspTriageContract = {
       404: Problem,
     },
   }),
-  approveReview: route({
+  approveReview: msspRoute('own_tenant', {
     method: 'POST',
     path: '/api/mssp/tenants/{tenant_id}/reviews/{review_id}:approve',
     summary: 'Approve a proposed action (audited as investigation.approve)',
@@ -480,7 +550,7 @@ export const msspTriageContract = {
       409: Problem,
     },
   }),
-  rejectReview: route({
+  rejectReview: msspRoute('own_tenant', {
     method: 'POST',
     path: '/api/mssp/tenants/{tenant_id}/reviews/{review_id}:reject',
     summary: 'Reject a proposed action (audited as investigation.reject)',

@@ -26,7 +26,28 @@ export interface Route<
   responses: Responses;
   /** Responses that are a stream rather than JSON (server-sent events). */
   stream?: 'text/event-stream';
+  /**
+   * Other representations of the success response, by media type, for a route that also
+   * serves something other than JSON (an export chosen by a query parameter). Documentation
+   * only: the typed client reads the JSON representation.
+   */
+  alternativeMedia?: Readonly<Record<string, TSchema>>;
+  /**
+   * Reachable without a session, proxy identity or token (sign-in, adapter bootstrap); every
+   * other route answers 401 without one and 403 to a caller its guards refuse.
+   */
+  anonymous?: true;
+  /**
+   * How an MSSP route treats an impersonation token (spec §5.2, §5.8). Every `/api/mssp/*`
+   * route must declare it; the server refuses to register one that does not. `deny`: the
+   * token is refused. `own_tenant`: allowed only when the route's target tenant — the
+   * `tenant_id` path parameter, else the `tenant_id` query parameter (absent means the token's
+   * own tenant) — is the token's tenant.
+   */
+  impersonation?: Impersonation;
 }
+
+export type Impersonation = 'deny' | 'own_tenant';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 

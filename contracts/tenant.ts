@@ -1,6 +1,7 @@
 import Type, { type TObject, type TProperties } from 'typebox';
 import { TenantState } from './mssp.ts';
 import { Problem, route, Uuid } from './route.ts';
+import { Timestamp } from './timestamp.ts';
 
 const ACCESS = "customer_viewer (session or tenant token); always the caller's own tenant";
 
@@ -33,7 +34,6 @@ function closed<P extends TProperties>(properties: P): TObject<P> {
 }
 
 const Count = Type.Integer({ minimum: 0 });
-const Timestamp = Type.String({ format: 'date-time' });
 const NullableString = Type.Union([Type.String(), Type.Null()]);
 const NullableTimestamp = Type.Union([Timestamp, Type.Null()]);
 

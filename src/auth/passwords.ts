@@ -47,7 +47,9 @@ export interface PasswordHasher {
 
 /**
  * Each argon2id computation holds 64 MiB, so at most `concurrency` run at once and at most
- * `queue` more wait; beyond that callers get HasherBusyError instead of memory growth.
+ * `queue` more wait; beyond that callers get HasherBusyError instead of memory growth. The
+ * places are first come, first served; sharing them fairly between clients is the HTTP
+ * layer's job (HASHES_PER_ADDRESS in src/http/auth/routes.ts).
  */
 export function createPasswordHasher(options: {
   concurrency: number;

@@ -6,7 +6,7 @@ import { type Identity, identityOf } from './identity.ts';
 import type { PasswordHasher } from './passwords.ts';
 import {
   createSession,
-  findSession,
+  findSessionBySecret,
   isLive,
   revokeSession,
   revokeUserSessions,
@@ -20,7 +20,8 @@ export const LOCKOUT_WINDOW_MS = 15 * 60 * 1000;
 export const LOCKOUT_DURATION_MS = 15 * 60 * 1000;
 
 export type LoginResult =
-  | { kind: 'ok'; identity: Identity; session: SessionRow }
+  /** `secret` is the cookie value; only its hash is stored. */
+  | { kind: 'ok'; identity: Identity; session: SessionRow; secret: string }
   | { kind: 'invalid' }
   | { kind: 'locked'; unlockAt: Date };
 
@@ -112,7 +113,7 @@ export function createAuthService({ db, hasher, now, authMode }: AuthServiceDeps
             WHERE user_id = $1`,
           [user.id, at, rehash ?? null],
         );
-        const session = await createSession(tx, {
+        const { session, secret } = await createSession(tx, {
           userId: user.id,
           tenantContext: user.tenant_id,
           ip: input.ip,
@@ -129,28 +130,31 @@ export function createAuthService({ db, hasher, now, authMode }: AuthServiceDeps
           session_id: session.id,
           via: 'session',
         });
-        return { kind: 'ok', identity, session } as const;
+        return { kind: 'ok', identity, session, secret } as const;
       });
     },
 
-    /** Spec §5.5: the session row decides; a live one slides its idle expiry. */
+    /**
+     * Spec §5.5: the session row found by the cookie's secret decides; a live one slides its
+     * idle expiry. The returned session carries the expiries after this request.
+     */
     async authenticate(
-      sessionId: string,
+      secret: string,
     ): Promise<{ identity: Identity; session: SessionRow } | undefined> {
       const at = now();
-      const session = await db.withoutTenant((tx) => findSession(tx, sessionId));
+      const session = await db.withoutTenant((tx) => findSessionBySecret(tx, secret));
       if (!isLive(session, at)) return undefined;
       return db.withScope(session.tenant_context, async (tx) => {
         const user = await findUser(tx, session.user_id);
         if (!user || user.disabled_at !== null) return undefined;
-        await touchSession(tx, session, at);
+        const touched = await touchSession(tx, session, at);
         const identity = identityOf(user, {
           auth_mode: authMode,
           must_change: user.must_change,
           session_id: session.id,
           via: 'session',
         });
-        return { identity, session };
+        return { identity, session: touched };
       });
     },
 

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Transaction } from '../db/tenant-context.ts';
 
 export const SESSION_ABSOLUTE_MS = 12 * 60 * 60 * 1000;
@@ -6,6 +6,13 @@ export const SESSION_IDLE_MS = 30 * 60 * 1000;
 export const LAST_SEEN_THROTTLE_MS = 60 * 1000;
 export const SESSION_COOKIE = 'svc_session';
 
+/**
+ * 128 random bits, the size of the uuid spec §5.3 puts in the cookie: guessing is hopeless, so
+ * a fast hash (not argon2) is the right store, as for the adapter credential (sql/0009, 0011).
+ */
+const SESSION_SECRET_BYTES = 16;
+
+/** `id` is an internal row id that audit rows may name; the cookie's secret is not stored. */
 export interface SessionRow {
   id: string;
   user_id: string;
@@ -17,23 +24,28 @@ export interface SessionRow {
   revoked_at: Date | null;
 }
 
-/** Cookie value: URL-safe base64 of the uuid's 16 bytes (spec §5.3); no claims inside. */
-export function encodeSessionId(id: string): string {
-  return Buffer.from(id.replaceAll('-', ''), 'hex').toString('base64url');
+const SESSION_COLUMNS =
+  'id, user_id, tenant_context, created_at, last_seen_at, absolute_expiry, idle_expiry, revoked_at';
+
+/** The stored form: hex SHA-256 of the cookie value exactly as issued. */
+function hashSessionSecret(secret: string): string {
+  return createHash('sha256').update(secret, 'utf8').digest('hex');
 }
 
-/** Anything but exactly 16 bytes of URL-safe base64 is not a session id. */
-export function decodeSessionId(cookie: string | undefined): string | undefined {
+/**
+ * The cookie value keeps the shape of spec §5.3 (URL-safe base64 of 16 bytes, no claims
+ * inside), but the bytes are a random secret of their own, not the row id (docs/auth.md).
+ * Anything but the canonical encoding of exactly 16 bytes is not a session cookie.
+ */
+export function parseSessionCookie(cookie: string | undefined): string | undefined {
   if (!cookie || !/^[A-Za-z0-9_-]{22}$/.test(cookie)) return undefined;
-  const hex = Buffer.from(cookie, 'base64url').toString('hex');
-  if (hex.length !== 32 || encodeSessionId(formatUuid(hex)) !== cookie) return undefined;
-  return formatUuid(hex);
+  const bytes = Buffer.from(cookie, 'base64url');
+  if (bytes.length !== SESSION_SECRET_BYTES || bytes.toString('base64url') !== cookie)
+    return undefined;
+  return cookie;
 }
 
-function formatUuid(hex: string): string {
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
-
+/** Creates the session; the returned secret is the cookie value and is stored nowhere. */
 export async function createSession(
   tx: Transaction,
   input: {
@@ -43,16 +55,18 @@ export async function createSession(
     userAgent: string | null;
     now: Date;
   },
-): Promise<SessionRow> {
+): Promise<{ session: SessionRow; secret: string }> {
+  const secret = randomBytes(SESSION_SECRET_BYTES).toString('base64url');
   const absolute = new Date(input.now.getTime() + SESSION_ABSOLUTE_MS);
   const idle = new Date(Math.min(input.now.getTime() + SESSION_IDLE_MS, absolute.getTime()));
   const { rows } = await tx.query<SessionRow>(
-    `INSERT INTO sessions (id, user_id, tenant_context, created_at, last_seen_at, absolute_expiry,
-       idle_expiry, ip_created, user_agent)
-     VALUES ($1, $2, $3, $4, $4, $5, $6, $7, $8)
-     RETURNING id, user_id, tenant_context, created_at, last_seen_at, absolute_expiry, idle_expiry, revoked_at`,
+    `INSERT INTO sessions (id, secret_hash, user_id, tenant_context, created_at, last_seen_at,
+       absolute_expiry, idle_expiry, ip_created, user_agent)
+     VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8, $9)
+     RETURNING ${SESSION_COLUMNS}`,
     [
       randomUUID(),
+      hashSessionSecret(secret),
       input.userId,
       input.tenantContext,
       input.now,
@@ -62,18 +76,33 @@ export async function createSession(
       input.userAgent?.slice(0, 1024) ?? null,
     ],
   );
-  const row = rows[0];
-  if (!row) throw new Error('session insert returned no row');
-  return row;
+  const session = rows[0];
+  if (!session) throw new Error('session insert returned no row');
+  return { session, secret };
 }
 
-export async function findSession(tx: Transaction, id: string): Promise<SessionRow | undefined> {
+/** The session a cookie names: found by the hash of its secret, through a unique index. */
+export async function findSessionBySecret(
+  tx: Transaction,
+  secret: string,
+): Promise<SessionRow | undefined> {
   const { rows } = await tx.query<SessionRow>(
-    `SELECT id, user_id, tenant_context, created_at, last_seen_at, absolute_expiry, idle_expiry, revoked_at
-       FROM sessions WHERE id = $1`,
-    [id],
+    `SELECT ${SESSION_COLUMNS} FROM sessions WHERE secret_hash = $1`,
+    [hashSessionSecret(secret)],
   );
   return rows[0];
+}
+
+/** Sessions by row id, for re-validating open event streams in one query. */
+export async function findSessionsById(
+  tx: Transaction,
+  ids: readonly string[],
+): Promise<SessionRow[]> {
+  const { rows } = await tx.query<SessionRow>(
+    `SELECT ${SESSION_COLUMNS} FROM sessions WHERE id = ANY($1::uuid[])`,
+    [ids],
+  );
+  return rows;
 }
 
 /** Spec §3.2: missing, revoked, or past either expiry is rejected; the row is kept. */
@@ -86,17 +115,26 @@ export function isLive(session: SessionRow | undefined, now: Date): session is S
   );
 }
 
-/** Slides the idle expiry; written at most once per LAST_SEEN_THROTTLE_MS (spec §5.5 item 3). */
-export async function touchSession(tx: Transaction, session: SessionRow, now: Date): Promise<void> {
-  if (now.getTime() - session.last_seen_at.getTime() < LAST_SEEN_THROTTLE_MS) return;
+/**
+ * Slides the idle expiry; written at most once per LAST_SEEN_THROTTLE_MS (spec §5.5 item 3).
+ * Returns the session as it now stands, so a caller that keeps it (an event stream) knows the
+ * idle deadline this request earned.
+ */
+export async function touchSession(
+  tx: Transaction,
+  session: SessionRow,
+  now: Date,
+): Promise<SessionRow> {
+  if (now.getTime() - session.last_seen_at.getTime() < LAST_SEEN_THROTTLE_MS) return session;
   const idle = new Date(
     Math.min(now.getTime() + SESSION_IDLE_MS, session.absolute_expiry.getTime()),
   );
-  await tx.query(
+  const { rowCount } = await tx.query(
     `UPDATE sessions SET last_seen_at = $2, idle_expiry = $3
       WHERE id = $1 AND revoked_at IS NULL AND last_seen_at < $2`,
     [session.id, now, idle],
   );
+  return rowCount ? { ...session, last_seen_at: now, idle_expiry: idle } : session;
 }
 
 export async function revokeSession(tx: Transaction, id: string, now: Date): Promise<void> {

@@ -13,9 +13,17 @@ export type LoginRecord = UserRow & { credential: CredentialRow | null };
 
 const USER_COLUMNS = 'u.id, u.tenant_id, u.email, u.display_name, u.role, u.disabled_at';
 
-/** Normalised login name: emails are stored lower-case (CHECK in sql/0003). */
+/**
+ * The one normalisation of an address someone types to sign in or that an operator names
+ * (login, the per-email rate limit, the proxy's email header, the CLI): surrounding whitespace
+ * dropped, then A–Z lower-cased. New addresses must already be in this canonical form
+ * (contracts/email.ts refuses the rest), so what was created is what a sign-in finds. Only
+ * ASCII is folded, and no NFKC: stored addresses are ASCII, and folding the Kelvin sign,
+ * full-width letters or other compatibility forms onto them would only let visibly different
+ * input reach the same account.
+ */
 export function normaliseEmail(email: string): string {
-  return email.trim().toLowerCase();
+  return email.trim().replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
 }
 
 /**

@@ -1,6 +1,7 @@
 import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
 import { createPlatformAdmin, setPasswordAsOperator } from '../auth/operator.ts';
+import { passwordWeakness } from '../auth/password-policy.ts';
 import {
   createPasswordHasher,
   generatePassword,
@@ -59,6 +60,8 @@ async function obtainPassword(
       `the password must be ${MIN_PASSWORD_LENGTH} to ${MAX_PASSWORD_LENGTH} characters`,
     );
   }
+  const weakness = passwordWeakness(password);
+  if (weakness) throw new Error(`the password is too weak (${weakness}); choose another`);
   return { password, generated: false };
 }
 

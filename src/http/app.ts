@@ -1,4 +1,4 @@
-import { Hono } from 'hono';
+import { type Context, Hono } from 'hono';
 import { contract, Problem } from '../../contracts/index.ts';
 import pkg from '../../package.json' with { type: 'json' };
 import { checkCsrf, type OriginPolicy } from '../auth/csrf.ts';
@@ -11,8 +11,11 @@ import type { AppDatabase } from '../db/pools.ts';
 import type { SystemGate } from '../db/system-gate.ts';
 import type { EventHub } from '../events/index.ts';
 import type { Logger } from '../log/index.ts';
+import type { OutboundPolicy } from '../net/outbound-url.ts';
 import type { ChartCatalog } from '../tenants/catalog.ts';
+import type { ValuesPreview } from '../tenants/validate-config.ts';
 import type { TokenService } from '../tokens/index.ts';
+import { allowedMethods } from './allowed-methods.ts';
 import { authRoutes } from './auth/routes.ts';
 import {
   authenticate,
@@ -20,6 +23,7 @@ import {
   requireFamily,
   requirePasswordCurrent,
 } from './authenticate.ts';
+import { limitBody } from './body-limit.ts';
 import { internalRoutes } from './internal/routes.ts';
 import { msspRoutes } from './mssp/routes.ts';
 import { triageRoutes } from './mssp/triage.ts';
@@ -51,6 +55,8 @@ export interface ApiDeps {
   secrets?: SecretStore | undefined;
   /** The orchestrator's side of the tenant endpoints; absent when svc runs without a cluster. */
   tenancy?: TenancyDeps | undefined;
+  /** Internal targets tenant URLs may name (SVC_OUTBOUND_ALLOW_*); none when absent. */
+  outbound?: OutboundPolicy | undefined;
   now: () => Date;
 }
 
@@ -61,6 +67,8 @@ export interface TenancyDeps {
   edgePortBase: number;
   decommissionGraceMs: number;
   catalog: ChartCatalog;
+  /** Renders a new tenant's package values as the orchestrator will (creation validates them). */
+  previewValues?: ValuesPreview | undefined;
 }
 
 export interface AppDeps {
@@ -94,6 +102,21 @@ export function createApp(deps: AppDeps): Hono {
       },
       'request',
     );
+  });
+  // Before every route, authentication and CSRF: no request body is ever held past the limit.
+  app.use(limitBody());
+  // A known path asked with a method it does not answer is 405 with Allow (RFC 9110 §15.5.6),
+  // before authentication: which routes exist is public (the OpenAPI document), so a wrong
+  // method is the answer whoever asks. Filled in once every route is registered.
+  let allowed: (pathname: string) => string[] = () => [];
+  const methodNotAllowed = (c: Context, allow: string[]) => {
+    c.header('Allow', allow.join(', '));
+    return problem(c, 405, 'method_not_allowed', 'Method Not Allowed');
+  };
+  app.use(async (c, next) => {
+    const allow = allowed(c.req.path);
+    if (allow.length > 0 && !allow.includes(c.req.method)) return methodNotAllowed(c, allow);
+    return next();
   });
 
   app.get('/healthz', async (c) => {
@@ -173,6 +196,7 @@ export function createApp(deps: AppDeps): Hono {
     }
   }
 
+  allowed = allowedMethods(app, contract);
   app.notFound((c) => problem(c, 404, 'not_found', 'Not Found'));
   app.onError((error, c) => {
     if (error instanceof ProblemError) {

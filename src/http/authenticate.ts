@@ -1,10 +1,11 @@
 import type { BlockList } from 'node:net';
 import type { Context, MiddlewareHandler } from 'hono';
 import { getCookie } from 'hono/cookie';
+import type { Credential } from '../auth/credential.ts';
 import type { Identity, Role } from '../auth/identity.ts';
 import { identityOf } from '../auth/identity.ts';
 import type { AuthService } from '../auth/service.ts';
-import { decodeSessionId, SESSION_COOKIE } from '../auth/sessions.ts';
+import { parseSessionCookie, SESSION_COOKIE } from '../auth/sessions.ts';
 import { findLogin, findUser, normaliseEmail } from '../auth/users.ts';
 import type { AuthConfig, AuthMode } from '../config/index.ts';
 import type { AppDatabase } from '../db/pools.ts';
@@ -16,6 +17,8 @@ import { isTrusted, peerAddress } from './request-id.ts';
 declare module 'hono' {
   interface ContextVariableMap {
     identity: Identity;
+    /** What the identity was proved with, for work that outlives the request (event streams). */
+    credential: Credential;
   }
 }
 
@@ -91,6 +94,13 @@ async function fromToken(c: Context, deps: AuthenticateDeps, token: string): Pro
     ) {
       return invalid('user');
     }
+    c.set('credential', {
+      kind: 'token',
+      userId: user.id,
+      role: user.role,
+      userTenant: user.tenant_id,
+      expiresAt: new Date(claims.exp * 1000),
+    });
     return identityOf(user, {
       auth_mode: deps.mode,
       must_change: user.must_change,
@@ -107,8 +117,8 @@ async function fromToken(c: Context, deps: AuthenticateDeps, token: string): Pro
 async function fromSession(c: Context, deps: AuthenticateDeps): Promise<Identity> {
   const raw = getCookie(c, SESSION_COOKIE);
   if (raw === undefined) throw new ProblemError(401, 'unauthenticated', 'Sign in to continue');
-  const id = decodeSessionId(raw);
-  const found = id ? await deps.service.authenticate(id) : undefined;
+  const secret = parseSessionCookie(raw);
+  const found = secret ? await deps.service.authenticate(secret) : undefined;
   if (!found) {
     throw new ProblemError(
       401,
@@ -120,7 +130,17 @@ async function fromSession(c: Context, deps: AuthenticateDeps): Promise<Identity
       },
     );
   }
-  return found.identity;
+  const { identity, session } = found;
+  c.set('credential', {
+    kind: 'session',
+    userId: identity.user_id,
+    role: identity.role,
+    userTenant: identity.tenant_id,
+    sessionId: session.id,
+    absoluteExpiry: session.absolute_expiry,
+    idleExpiry: session.idle_expiry,
+  });
+  return identity;
 }
 
 async function fromProxy(c: Context, deps: AuthenticateDeps): Promise<Identity> {
@@ -150,6 +170,12 @@ async function fromProxy(c: Context, deps: AuthenticateDeps): Promise<Identity> 
   if (!record || record.disabled_at !== null) {
     throw new ProblemError(403, 'unknown_user', 'This account is not provisioned in svc');
   }
+  c.set('credential', {
+    kind: 'proxy',
+    userId: record.id,
+    role: record.role,
+    userTenant: record.tenant_id,
+  });
   return identityOf(record, {
     auth_mode: 'proxy',
     via: 'proxy',
@@ -217,8 +243,9 @@ export function requireFamily(family: 'mssp' | 'tenant'): MiddlewareHandler {
 }
 
 /**
- * An impersonation token is bound to one tenant (spec §5.2): with it, an MSSP route that
- * names another tenant is refused, and routes that are not about one tenant are refused too.
+ * The tenant a handler acts on, checked once more against an impersonation token's tenant.
+ * The rule itself is the route-level guard (`impersonation.ts`, deny by default); this second
+ * check keeps a handler that picks its tenant from elsewhere from drifting past it.
  */
 export function tenantOfRequest(c: Context, tenantId: string): string {
   const current = c.get('identity').current_tenant;
@@ -230,19 +257,6 @@ export function tenantOfRequest(c: Context, tenantId: string): string {
     );
   }
   return tenantId;
-}
-
-export function requireNoImpersonation(): MiddlewareHandler {
-  return async (c, next) => {
-    if (c.get('identity').current_tenant !== null) {
-      throw new ProblemError(
-        403,
-        'outside_impersonated_tenant',
-        'An impersonation token is limited to its tenant',
-      );
-    }
-    await next();
-  };
 }
 
 /** The service principals of `/api/internal/*` (spec §2.1 rows 2 and 5). */

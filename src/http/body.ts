@@ -3,9 +3,7 @@ import type Type from 'typebox';
 import type { TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { ProblemError } from './problem.ts';
-
-/** Request bodies above this are refused with 413 before parsing. */
-export const MAX_BODY_BYTES = 1024 * 1024;
+import { refuseUnstorableText } from './storable-text.ts';
 
 const compiled = new WeakMap<TSchema, ReturnType<typeof Compile>>();
 
@@ -18,19 +16,15 @@ export async function readJson<S extends TSchema>(c: Context, schema: S): Promis
   if (!/^application\/json\s*(;|$)/i.test(type)) {
     throw new ProblemError(415, 'unsupported_media_type', 'Request body must be application/json');
   }
-  const length = Number(c.req.header('content-length') ?? '0');
-  if (length > MAX_BODY_BYTES)
-    throw new ProblemError(413, 'payload_too_large', 'Request body is too large');
+  // Already bounded by limitBody (body-limit.ts), which runs before any handler.
   const text = await c.req.text();
-  if (Buffer.byteLength(text) > MAX_BODY_BYTES) {
-    throw new ProblemError(413, 'payload_too_large', 'Request body is too large');
-  }
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
     throw new ProblemError(400, 'malformed_json', 'Request body is not valid JSON');
   }
+  refuseUnstorableText(value);
   let check = compiled.get(schema);
   if (!check) {
     check = Compile(schema);

@@ -4,7 +4,9 @@ import { Compile } from 'typebox/compile';
 import Value from 'typebox/value';
 import type { Route } from '../../contracts/route.ts';
 import { readJson } from './body.ts';
+import { impersonationGuard } from './impersonation.ts';
 import { ProblemError } from './problem.ts';
+import { refuseUnstorableText } from './storable-text.ts';
 
 type StaticOf<S> = S extends TSchema ? Static<S> : undefined;
 
@@ -34,6 +36,22 @@ const SEGMENT_PARAM = /\{([a-z_]+)\}/g;
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** A malformed percent-escape (`%`, `%ED%A0%80`) is the caller's error, not a 500. */
+function decodeParam(name: string, raw: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw new ProblemError(
+      400,
+      'invalid_characters',
+      'Request contains characters svc cannot store',
+      {
+        errors: [{ path: `/params/${name}`, message: 'must be percent-encoded UTF-8' }],
+      },
+    );
+  }
 }
 
 /**
@@ -75,7 +93,7 @@ export function compilePath(path: string): {
       if (!m) return undefined;
       const params: Record<string, string> = {};
       names.forEach((name, i) => {
-        params[name] = decodeURIComponent(m[i + 1] ?? '');
+        params[name] = decodeParam(name, m[i + 1] ?? '');
       });
       return params;
     },
@@ -92,7 +110,41 @@ function checker(schema: TSchema) {
   return c;
 }
 
-function validate(schema: TSchema, value: unknown, where: 'params' | 'query'): unknown {
+/** Only the canonical decimal form: no `1.5`, `0x10`, `1e2`, `true`, `+1`, `01` or `-0`. */
+const CANONICAL_INTEGER = /^(0|-?[1-9][0-9]*)$/;
+
+/**
+ * Parameters arrive as strings, and Value.Convert reads them as loosely as JavaScript does
+ * (`1.5` → 1, `0x10` → 16, `true` → 1). Every integer parameter must instead be written
+ * exactly as the number it means, within the safe-integer range.
+ */
+function looseIntegers(
+  schema: TSchema,
+  value: Record<string, string>,
+  where: string,
+): { path: string; message: string }[] {
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties;
+  return Object.entries(properties ?? {})
+    .filter(([name, property]) => {
+      const raw = value[name];
+      if (property.type !== 'integer' || raw === undefined) return false;
+      return !CANONICAL_INTEGER.test(raw) || !Number.isSafeInteger(Number(raw));
+    })
+    .map(([name]) => ({ path: `/${where}/${name}`, message: 'must be a decimal integer' }));
+}
+
+function validate(
+  schema: TSchema,
+  value: Record<string, string>,
+  where: 'params' | 'query',
+): unknown {
+  refuseUnstorableText(value, `/${where}`);
+  const loose = looseIntegers(schema, value, where);
+  if (loose.length > 0) {
+    throw new ProblemError(400, 'validation_failed', 'Request failed validation', {
+      errors: loose,
+    });
+  }
   const converted = Value.Convert(schema, value);
   const check = checker(schema);
   if (check.Check(converted)) return converted;
@@ -140,5 +192,6 @@ function register<R extends Route>(
     if (result.body === null) return c.body(null, status as 204);
     return c.json(result.body as object, status as 200);
   };
-  app.on(r.method, [honoPath], ...guards, final);
+  const impersonation = impersonationGuard(r, match);
+  app.on(r.method, [honoPath], ...(impersonation ? [impersonation] : []), ...guards, final);
 }

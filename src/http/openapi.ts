@@ -28,29 +28,73 @@ function parameters(r: Route): Json[] {
   return out;
 }
 
+/**
+ * Problem answers a route gives by what it is, whatever it lists itself: the shared layers in
+ * front of every handler (validation, body limit, authentication and CSRF, the database)
+ * answer them, so they are derived here rather than repeated in every contract.
+ */
+const SHARED_PROBLEMS: Record<number, string> = {
+  400: 'Invalid input: `validation_failed` (a path parameter, query parameter or body field; `errors` lists them), `invalid_characters`, `malformed_json`',
+  401: 'No valid credential: `unauthenticated`, `session_expired`, `invalid_token`',
+  403: 'Refused: `forbidden` or `wrong_family` (role), `csrf_rejected` (state-changing request from a foreign origin), `password_change_required`, `outside_impersonated_tenant`',
+  413: '`payload_too_large`: request bodies are limited to 1 MiB (refused while streaming)',
+  415: '`unsupported_media_type`: request bodies must be application/json',
+  503: '`database_unavailable` (retry after `Retry-After`); `auth_busy` where a password is hashed',
+};
+
+function sharedProblems(r: Route): number[] {
+  const out = [503];
+  if (r.params || r.query || r.body) out.push(400);
+  if (r.body) out.push(413, 415);
+  if (!r.anonymous) out.push(401, 403);
+  // The CSRF check (app.ts) guards every state-changing route outside the service family.
+  else if (r.method !== 'GET' && !r.path.startsWith('/api/internal/')) out.push(403);
+  return out;
+}
+
+function problemResponse(status: number): Json {
+  return {
+    description: `${SHARED_PROBLEMS[status] ?? 'Problem details'} (RFC 9457; codes in docs/errors.md)`,
+    content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+  };
+}
+
 function responses(r: Route): Json {
   const out: Json = {};
   for (const [status, schema] of Object.entries(r.responses)) {
     const code = Number(status);
-    const description = code < 300 ? 'Success' : 'Problem details (RFC 9457); see docs/errors.md';
-    if (schema === null) {
-      out[status] = { description };
-    } else if (code >= 400) {
-      out[status] = {
-        description,
-        content: {
-          'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } },
-        },
-      };
+    if (code >= 400) {
+      out[status] = problemResponse(code);
+    } else if (schema === null) {
+      out[status] = { description: 'Success' };
     } else {
+      const alternatives = Object.fromEntries(
+        Object.entries(r.alternativeMedia ?? {}).map(([type, s]) => [type, { schema: plain(s) }]),
+      );
       const type = r.stream ?? 'application/json';
-      out[status] = { description, content: { [type]: { schema: plain(schema) } } };
+      out[status] = {
+        description: 'Success',
+        content: { [type]: { schema: plain(schema) }, ...alternatives },
+      };
     }
   }
+  for (const code of sharedProblems(r)) out[String(code)] ??= problemResponse(code);
   return out;
 }
 
 /** OpenAPI 3.1 generated from the same contract objects the server and client use. */
+/**
+ * How each operation authenticates: anonymous routes none, `/api/auth/*` the session cookie,
+ * `/api/internal/*` a service bearer token, the user families a session or a bearer token.
+ * (Proxy mode's identity headers are the proxy's business and not a client credential.)
+ */
+function security(family: string, r: Route): Json[] {
+  if (r.anonymous) return [];
+  if (family === 'auth') return [{ session: [] }];
+  if (family === 'internal') return [{ bearer: [] }];
+  return [{ session: [] }, { bearer: [] }];
+}
+
 export function openApiDocument(
   families: Record<string, Family>,
   problem: unknown,
@@ -66,6 +110,7 @@ export function openApiDocument(
         description: `Access: ${r.access}`,
         parameters: parameters(r),
         responses: responses(r),
+        security: security(family, r),
       };
       if (r.body) {
         operation.requestBody = {

@@ -34,15 +34,27 @@ export function problem(
 }
 
 /** Thrown anywhere in a handler; app.onError turns it into the problem response. */
+// Plain fields rather than parameter properties: the test runner's global setup loads this
+// module with Node's type stripping, which does not accept parameter properties.
 export class ProblemError extends Error {
   override name = 'ProblemError';
+  readonly status: ContentfulStatusCode;
+  readonly code: string;
+  readonly title: string;
+  readonly extra: Omit<Partial<Problem>, 'status' | 'code' | 'title'>;
+  readonly headers: Record<string, string>;
   constructor(
-    readonly status: ContentfulStatusCode,
-    readonly code: string,
-    readonly title: string,
-    readonly extra: Omit<Partial<Problem>, 'status' | 'code' | 'title'> = {},
-    readonly headers: Record<string, string> = {},
+    status: ContentfulStatusCode,
+    code: string,
+    title: string,
+    extra: Omit<Partial<Problem>, 'status' | 'code' | 'title'> = {},
+    headers: Record<string, string> = {},
   ) {
     super(`${status} ${code}: ${title}`);
+    this.status = status;
+    this.code = code;
+    this.title = title;
+    this.extra = extra;
+    this.headers = headers;
   }
 }

@@ -137,9 +137,11 @@ test('§5.4 the hasher bounds concurrent work: excess callers wait, beyond the q
 });
 
 test('§5.4 a login flood beyond the hash bound gets 503 auth_busy, never unbounded work', async () => {
+  // From twelve addresses: one address alone holds at most two places (limiter-bounds.test.ts).
   const api = await startTestApi(db, {
     hash: { concurrency: 1, queue: 2 },
     auth: { loginRateLimitPerIp: 1000, loginRateLimitPerEmail: 1000 },
+    trustedProxyCidrs: ['127.0.0.0/8'],
   });
   try {
     await seedUser(db, api.hasher, {
@@ -148,7 +150,12 @@ test('§5.4 a login flood beyond the hash bound gets 503 auth_busy, never unboun
       password: PASSWORD,
     });
     const answers = await Promise.all(
-      Array.from({ length: 12 }, () => client(api).login('flood@example.test', PASSWORD)),
+      Array.from({ length: 12 }, (_, i) =>
+        client(api, { 'x-forwarded-for': `198.51.100.${i + 1}` }).login(
+          'flood@example.test',
+          PASSWORD,
+        ),
+      ),
     );
     const statuses = answers.map((a) => a.status);
     assert.ok(statuses.includes(200), statuses.join());

@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
+import type { Credential } from '../../src/auth/credential.ts';
 import { streamTenantEvents } from '../../src/events/sse.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
@@ -16,9 +17,32 @@ let close: () => Promise<void>;
 before(async () => {
   db = await createTestDatabase();
   hub = await startHub(db, { heartbeatMs: 50 });
-  // How the lead mounts it: the route decides the tenant, the helper streams it.
+  const { rows } = await db.pools.app.query<{ id: string }>(
+    `INSERT INTO users (email, role) VALUES ('watcher@mssp.test', 'analyst') RETURNING id`,
+  );
+  const watcher: Credential = {
+    kind: 'proxy',
+    userId: rows[0]?.id ?? '',
+    role: 'analyst',
+    userTenant: null,
+  };
+  // How the routes mount it: authentication leaves the credential on the context, the route
+  // decides the tenant, the helper streams it. `x-expires-in` stands in for a token's exp.
   const app = new Hono();
-  app.get('/tenants/:tenant/events', (c) => streamTenantEvents(c, hub.hub, c.req.param('tenant')));
+  app.get('/tenants/:tenant/events', (c) => {
+    const expiresIn = c.req.header('x-expires-in');
+    c.set(
+      'credential',
+      expiresIn
+        ? { ...watcher, kind: 'token', expiresAt: new Date(Date.now() + Number(expiresIn)) }
+        : watcher,
+    );
+    return streamTenantEvents(
+      c,
+      { events: hub.hub, db: hub.db, now: () => new Date() },
+      c.req.param('tenant'),
+    );
+  });
   const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 });
   await new Promise((resolve) => server.once('listening', resolve));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -92,6 +116,8 @@ test('§5.7.8 SSE: each tenant stream carries only its events, as id, event type
   const onB = await connect(b);
   assert.equal(onA.res.status, 200);
   assert.match(onA.res.headers.get('content-type') ?? '', /^text\/event-stream/);
+  // Issue 10 item 8: one tenant's events; no cache may store them (not just revalidate).
+  assert.equal(onA.res.headers.get('cache-control'), 'no-store');
   await waitFor('both streams subscribed', () => hub.hub.status().subscribers === 2);
   const [ofB] = await appendSeparately(db.app, b, 1, 'secret.created');
   const [ofA] = await appendSeparately(db.app, a, 1);
@@ -163,4 +189,24 @@ test('§5.7.8 SSE: a client that disconnects is unsubscribed', async () => {
   stream.close();
   await waitFor('the subscription to end', () => hub.hub.status().subscribers === 0);
   assert.equal(hub.hub.status().tenants, 0);
+});
+
+test('issue 10.3 SSE: a stream ends at its credential deadline with a last `expired` event', async (t) => {
+  const a = await createTenant(db.pools.app);
+  await waitFor('no subscribers left', () => hub.hub.status().subscribers === 0);
+  const stream = await connect(a, { 'x-expires-in': '400' });
+  t.after(stream.close);
+  // Fails rather than hangs if the stream never ends.
+  const bound = setTimeout(stream.close, 10_000);
+  t.after(() => clearTimeout(bound));
+  await waitFor('the subscription', () => hub.hub.status().subscribers === 1);
+  const blocks: Block[] = [];
+  for (;;) {
+    const next = await stream.block();
+    blocks.push(next);
+    if (next.comment === undefined) break;
+  }
+  assert.deepEqual(blocks.at(-1), { event: 'expired', data: '{"reason":"token_expired"}' });
+  await assert.rejects(stream.block(), /the stream ended/);
+  await waitFor('the subscription to end', () => hub.hub.status().subscribers === 0);
 });

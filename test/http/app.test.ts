@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
+import { setTimeout } from 'node:timers/promises';
 import { serve } from '@hono/node-server';
 import { createApp } from '../../src/http/app.ts';
 import { createLogger } from '../../src/log/index.ts';
@@ -96,4 +99,44 @@ test('X-Request-Id is accepted only from a peer inside the trusted proxy CIDRs',
   assert.equal(await overSocket(['127.0.0.0/8'], 'edge-7f3a'), 'edge-7f3a');
   assert.notEqual(await overSocket(['10.0.0.0/8'], 'edge-7f3a'), 'edge-7f3a');
   assert.notEqual(await overSocket(['127.0.0.0/8'], 'bad id with spaces'), 'bad id with spaces');
+});
+
+test('issue 10 item 2: a client that vanishes mid-body is a 400 body_incomplete in the log, not a 500', async () => {
+  const { app: a, log } = app();
+  const server = serve({ fetch: a.fetch, hostname: '127.0.0.1', port: 0 });
+  await new Promise((resolve) => server.once('listening', resolve));
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : 0;
+  try {
+    const socket = connect(port, '127.0.0.1');
+    await once(socket, 'connect');
+    socket.write(
+      'POST /healthz HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n4\r\n{"a"\r\n',
+    );
+    socket.destroy();
+    // Waits for the request's log line however long the server takes (the runner bounds it).
+    while (!log.lines.some((l) => l.msg === 'request')) await setTimeout(10);
+  } finally {
+    await new Promise((resolve) => server.close(resolve));
+  }
+  const request = log.lines.find((l) => l.msg === 'request');
+  assert.equal(request?.status, 400);
+  assert.equal(log.lines.filter((l) => l.msg === 'unhandled error').length, 0);
+});
+
+test('issue 10 item 2: the body bound holds without a Node socket too (web Request bodies)', async () => {
+  const { app: a } = app();
+  const stream = (bytes: number) => new Blob([new Uint8Array(bytes)]).stream();
+  const post = (bytes: number) =>
+    a.request('/api/nothing-here', {
+      method: 'POST',
+      body: stream(bytes),
+      duplex: 'half',
+    } as RequestInit);
+  const big = await post(2 * 1024 * 1024);
+  assert.deepEqual(
+    [big.status, ((await big.json()) as { code: string }).code],
+    [413, 'payload_too_large'],
+  );
+  assert.equal((await post(1024)).status, 404);
 });

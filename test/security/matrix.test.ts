@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
+import { Hono } from 'hono';
+import { contract, type Route } from '../../contracts/index.ts';
+import { implement } from '../../src/http/contract.ts';
 import { loadChartCatalog } from '../../src/tenants/catalog.ts';
 import { DEFAULT_EDGE_PORT_BASE, DEFAULT_TIMING } from '../../src/tenants/context.ts';
 import { SYSTEM_VERSION } from '../../src/tenants/runtime.ts';
@@ -21,7 +24,9 @@ type Principal =
   | 'adapter'
   | 'anonymous'
   | 'expired_session'
-  | 'impersonation';
+  | 'impersonation'
+  | 'impersonation_other'
+  | 'platform_impersonation';
 
 const PRINCIPALS: Principal[] = [
   'platform_admin',
@@ -33,11 +38,42 @@ const PRINCIPALS: Principal[] = [
   'anonymous',
   'expired_session',
   'impersonation',
+  'impersonation_other',
+  'platform_impersonation',
 ];
+
+/**
+ * The impersonation columns (issue 10 item 1): `impersonation` is an mssp_admin token acting
+ * for tenant A, `platform_impersonation` a platform_admin token acting for A, and
+ * `impersonation_other` an mssp_admin token acting for tenant B. Rows target tenant A, so a
+ * token for B must never pass an MSSP route, and every route refuses all three unless it
+ * declares `own_tenant` (contracts/mssp.ts).
+ */
+const IMPERSONATION_DENIED = {
+  impersonation: 403,
+  impersonation_other: 403,
+  platform_impersonation: 403,
+} as const;
+/** A route that declares `own_tenant`, called for tenant A. */
+function ownTenant(expected: Expect) {
+  return {
+    impersonation: expected,
+    impersonation_other: 403,
+    platform_impersonation: expected,
+  } as const;
+}
+/** Impersonation tokens are MSSP tokens: every other family answers them 401. */
+const IMPERSONATION_UNAUTHENTICATED = {
+  impersonation: 401,
+  impersonation_other: 401,
+  platform_impersonation: 401,
+} as const;
 
 type Expect = 'ok' | number;
 
 interface Row {
+  /** The contract route the row exercises; every route of every family needs a row. */
+  route: Route;
   method: 'GET' | 'POST';
   path: () => string;
   body?: () => unknown;
@@ -49,7 +85,11 @@ let db: TestDatabase;
 let api: TestApi;
 let tenantA: string;
 let pendingTenant: string;
+/** Decommissioning: every tenant state before it may be decommissioned (issue 18 item 4). */
+let leavingTenant: string;
+let tenantB: string;
 let resetTarget: string;
+let customerOfB: string;
 const credentials = new Map<Principal, Record<string, string>>();
 
 const SESSION_ONLY = {
@@ -57,7 +97,7 @@ const SESSION_ONLY = {
   adapter: 401,
   anonymous: 401,
   expired_session: 401,
-  impersonation: 401,
+  ...IMPERSONATION_UNAUTHENTICATED,
 } as const;
 const MSSP_DENIED = {
   customer_viewer: 403,
@@ -76,7 +116,7 @@ const TENANT_ONLY = {
   adapter: 401,
   anonymous: 401,
   expired_session: 401,
-  impersonation: 401,
+  ...IMPERSONATION_UNAUTHENTICATED,
 } as const;
 const SERVICE_ONLY = {
   platform_admin: 401,
@@ -85,46 +125,24 @@ const SERVICE_ONLY = {
   customer_viewer: 401,
   anonymous: 401,
   expired_session: 401,
-  impersonation: 401,
+  ...IMPERSONATION_UNAUTHENTICATED,
 } as const;
 
+const { auth: A, mssp: M, tenant: T, internal: I } = contract;
+const MISSING = '00000000-0000-4000-8000-000000000000';
+const MSSP_ANY = { platform_admin: 'ok', mssp_admin: 'ok', analyst: 'ok' } as const;
+const MSSP_OPERATORS = { platform_admin: 'ok', mssp_admin: 'ok', analyst: 403 } as const;
+
 const MATRIX: Record<string, Row> = {
-  'POST /api/mssp/tenants (invalid body)': {
+  'POST /api/auth/login (wrong password)': {
+    route: A.login,
     method: 'POST',
-    path: () => '/api/mssp/tenants',
-    body: () => ({}),
-    expect: {
-      platform_admin: 400,
-      mssp_admin: 400,
-      analyst: 403,
-      ...MSSP_DENIED,
-      impersonation: 403,
-    },
-  },
-  ...Object.fromEntries(
-    ['overview', 'incidents', 'reports', 'audit', 'branding'].map((name) => [
-      `GET /api/tenant/${name}`,
-      { method: 'GET', path: () => `/api/tenant/${name}`, expect: TENANT_ONLY } satisfies Row,
-    ]),
-  ),
-  'POST /api/internal/adapter/health': {
-    method: 'POST',
-    path: () => '/api/internal/adapter/health',
-    body: () => ({ version: '0.1.0' }),
-    expect: { ...SERVICE_ONLY, adapter: 'ok', worker: 403 },
-  },
-  'GET /api/internal/adapter/config': {
-    method: 'GET',
-    path: () => '/api/internal/adapter/config',
-    expect: { ...SERVICE_ONLY, adapter: 'ok', worker: 403 },
-  },
-  'POST /api/internal/adapter/bootstrap (wrong credential)': {
-    method: 'POST',
-    path: () => '/api/internal/adapter/bootstrap',
-    body: () => ({ tenant_id: tenantA, credential: 'A'.repeat(43) }),
-    expect: { ...SERVICE_ONLY, adapter: 401, worker: 401 },
+    path: () => '/api/auth/login',
+    body: () => ({ email: 'nobody@mssp.test', password: 'not the password' }),
+    expect: Object.fromEntries(PRINCIPALS.map((p) => [p, 401])) as Record<Principal, Expect>,
   },
   'GET /api/auth/me': {
+    route: A.me,
     method: 'GET',
     path: () => '/api/auth/me',
     expect: {
@@ -135,40 +153,70 @@ const MATRIX: Record<string, Row> = {
       ...SESSION_ONLY,
     },
   },
+  'POST /api/auth/password/change (invalid body)': {
+    route: A.changePassword,
+    method: 'POST',
+    path: () => '/api/auth/password/change',
+    body: () => ({}),
+    expect: {
+      platform_admin: 400,
+      mssp_admin: 400,
+      analyst: 400,
+      customer_viewer: 400,
+      ...SESSION_ONLY,
+    },
+  },
+  'POST /api/mssp/tenants (invalid body)': {
+    route: M.createTenant,
+    method: 'POST',
+    path: () => '/api/mssp/tenants',
+    body: () => ({}),
+    expect: {
+      platform_admin: 400,
+      mssp_admin: 400,
+      analyst: 403,
+      ...MSSP_DENIED,
+      ...IMPERSONATION_DENIED,
+    },
+  },
   'GET /api/mssp/tenants': {
+    route: M.listTenants,
     method: 'GET',
     path: () => '/api/mssp/tenants',
-    expect: {
-      platform_admin: 'ok',
-      mssp_admin: 'ok',
-      analyst: 'ok',
-      ...MSSP_DENIED,
-      impersonation: 403,
-    },
+    expect: { ...MSSP_ANY, ...MSSP_DENIED, ...IMPERSONATION_DENIED },
   },
   'GET /api/mssp/tenants/{A}': {
+    route: M.getTenant,
     method: 'GET',
     path: () => `/api/mssp/tenants/${tenantA}`,
+    expect: { ...MSSP_ANY, ...MSSP_DENIED, ...ownTenant('ok') },
+  },
+  'GET /api/mssp/tenants/{missing}': {
+    route: M.getTenant,
+    method: 'GET',
+    path: () => `/api/mssp/tenants/${MISSING}`,
     expect: {
-      platform_admin: 'ok',
-      mssp_admin: 'ok',
-      analyst: 'ok',
+      platform_admin: 404,
+      mssp_admin: 404,
+      analyst: 404,
       ...MSSP_DENIED,
-      impersonation: 'ok',
+      ...IMPERSONATION_DENIED,
     },
   },
-  'POST /api/mssp/tenants/{pending}:decommission': {
+  'POST /api/mssp/tenants/{decommissioning}:decommission': {
+    route: M.decommission,
     method: 'POST',
-    path: () => `/api/mssp/tenants/${pendingTenant}:decommission`,
+    path: () => `/api/mssp/tenants/${leavingTenant}:decommission`,
     expect: {
       platform_admin: 409,
       mssp_admin: 409,
       analyst: 403,
       ...MSSP_DENIED,
-      impersonation: 403,
+      ...IMPERSONATION_DENIED,
     },
   },
   'POST /api/mssp/tenants/{pending}:retry': {
+    route: M.retry,
     method: 'POST',
     path: () => `/api/mssp/tenants/${pendingTenant}:retry`,
     expect: {
@@ -176,10 +224,11 @@ const MATRIX: Record<string, Row> = {
       mssp_admin: 409,
       analyst: 403,
       ...MSSP_DENIED,
-      impersonation: 403,
+      ...IMPERSONATION_DENIED,
     },
   },
   'POST /api/mssp/tenants/{pending}:upgrade': {
+    route: M.upgrade,
     method: 'POST',
     path: () => `/api/mssp/tenants/${pendingTenant}:upgrade`,
     body: () => ({ tenant_chart_version: '0.1.0' }),
@@ -188,55 +237,49 @@ const MATRIX: Record<string, Row> = {
       mssp_admin: 409,
       analyst: 403,
       ...MSSP_DENIED,
-      impersonation: 403,
+      ...IMPERSONATION_DENIED,
     },
   },
   'POST /api/mssp/impersonate/{A}': {
+    route: M.impersonate,
     method: 'POST',
     path: () => `/api/mssp/impersonate/${tenantA}`,
     body: () => ({ reason: 'matrix' }),
-    expect: {
-      platform_admin: 'ok',
-      mssp_admin: 'ok',
-      analyst: 'ok',
-      ...MSSP_DENIED,
-      impersonation: 403,
-    },
+    expect: { ...MSSP_ANY, ...MSSP_DENIED, ...IMPERSONATION_DENIED },
   },
   'GET /api/mssp/audit': {
+    route: M.audit,
     method: 'GET',
     path: () => '/api/mssp/audit',
-    expect: {
-      platform_admin: 'ok',
-      mssp_admin: 'ok',
-      analyst: 'ok',
-      ...MSSP_DENIED,
-      impersonation: 'ok',
-    },
+    // Without tenant_id an impersonation token reads its own tenant (B's token reads B).
+    expect: { ...MSSP_ANY, ...MSSP_DENIED, ...ownTenant('ok'), impersonation_other: 'ok' },
+  },
+  'GET /api/mssp/audit?tenant_id={A}': {
+    route: M.audit,
+    method: 'GET',
+    path: () => `/api/mssp/audit?tenant_id=${tenantA}`,
+    expect: { ...MSSP_ANY, ...MSSP_DENIED, ...ownTenant('ok') },
   },
   'GET /api/mssp/fleet/summary': {
+    route: M.fleetSummary,
     method: 'GET',
     path: () => '/api/mssp/fleet/summary',
-    expect: {
-      platform_admin: 'ok',
-      mssp_admin: 'ok',
-      analyst: 'ok',
-      ...MSSP_DENIED,
-      impersonation: 403,
-    },
+    expect: { ...MSSP_ANY, ...MSSP_DENIED, ...IMPERSONATION_DENIED },
+  },
+  'GET /api/mssp/tenants/{A}/events': {
+    route: M.tenantEvents,
+    method: 'GET',
+    path: () => `/api/mssp/tenants/${tenantA}/events`,
+    expect: { ...MSSP_ANY, ...MSSP_DENIED, ...ownTenant('ok') },
   },
   'GET /api/mssp/users': {
+    route: M.listUsers,
     method: 'GET',
     path: () => '/api/mssp/users',
-    expect: {
-      platform_admin: 'ok',
-      mssp_admin: 'ok',
-      analyst: 'ok',
-      ...MSSP_DENIED,
-      impersonation: 403,
-    },
+    expect: { ...MSSP_ANY, ...MSSP_DENIED, ...IMPERSONATION_DENIED },
   },
   'POST /api/mssp/users (existing email)': {
+    route: M.createUser,
     method: 'POST',
     path: () => '/api/mssp/users',
     body: () => ({ email: 'an@mssp.test', role: 'analyst' }),
@@ -245,44 +288,72 @@ const MATRIX: Record<string, Row> = {
       mssp_admin: 409,
       analyst: 403,
       ...MSSP_DENIED,
-      impersonation: 403,
+      ...IMPERSONATION_DENIED,
     },
   },
   'GET /api/mssp/tenants/{A}/users': {
+    route: M.listTenantUsers,
     method: 'GET',
     path: () => `/api/mssp/tenants/${tenantA}/users`,
+    expect: { ...MSSP_OPERATORS, ...MSSP_DENIED, ...ownTenant('ok') },
+  },
+  'POST /api/mssp/tenants/{A}/users (existing email)': {
+    route: M.createTenantUser,
+    method: 'POST',
+    path: () => `/api/mssp/tenants/${tenantA}/users`,
+    body: () => ({ email: 'cv@alpha.test' }),
     expect: {
-      platform_admin: 'ok',
-      mssp_admin: 'ok',
+      platform_admin: 409,
+      mssp_admin: 409,
       analyst: 403,
       ...MSSP_DENIED,
-      impersonation: 'ok',
+      ...ownTenant(409),
     },
   },
-  'GET /api/mssp/tenants/{A}/incidents': {
-    method: 'GET',
-    path: () => `/api/mssp/tenants/${tenantA}/incidents`,
-    expect: {
-      platform_admin: 'ok',
-      mssp_admin: 'ok',
-      analyst: 'ok',
-      ...MSSP_DENIED,
-      impersonation: 'ok',
-    },
-  },
-  'POST /api/mssp/tenants/{A}/reviews/{missing}:approve': {
+  'POST /api/mssp/tenants/{A}/users/{missing}:deactivate': {
+    route: M.deactivateTenantUser,
     method: 'POST',
-    path: () => `/api/mssp/tenants/${tenantA}/reviews/00000000-0000-4000-8000-000000000000:approve`,
-    body: () => ({ note: 'matrix' }),
+    path: () => `/api/mssp/tenants/${tenantA}/users/${MISSING}:deactivate`,
     expect: {
       platform_admin: 404,
       mssp_admin: 404,
-      analyst: 404,
+      analyst: 403,
       ...MSSP_DENIED,
-      impersonation: 404,
+      ...ownTenant(404),
     },
   },
+  'GET /api/mssp/tenants/{A}/incidents': {
+    route: M.tenantIncidents,
+    method: 'GET',
+    path: () => `/api/mssp/tenants/${tenantA}/incidents`,
+    expect: { ...MSSP_ANY, ...MSSP_DENIED, ...ownTenant('ok') },
+  },
+  'GET /api/mssp/tenants/{A}/reviews': {
+    route: M.tenantReviews,
+    method: 'GET',
+    path: () => `/api/mssp/tenants/${tenantA}/reviews`,
+    expect: { ...MSSP_ANY, ...MSSP_DENIED, ...ownTenant('ok') },
+  },
+  ...Object.fromEntries(
+    (['approveReview', 'rejectReview'] as const).map((name) => [
+      `POST ${M[name].path} (missing review)`,
+      {
+        route: M[name],
+        method: 'POST',
+        path: () => M[name].path.replace('{tenant_id}', tenantA).replace('{review_id}', MISSING),
+        body: () => ({ note: 'matrix' }),
+        expect: {
+          platform_admin: 404,
+          mssp_admin: 404,
+          analyst: 404,
+          ...MSSP_DENIED,
+          ...ownTenant(404),
+        },
+      } satisfies Row,
+    ]),
+  ),
   'POST /api/mssp/users/{analyst}/password/reset': {
+    route: M.resetPassword,
     method: 'POST',
     path: () => `/api/mssp/users/${resetTarget}/password/reset`,
     expect: {
@@ -290,10 +361,92 @@ const MATRIX: Record<string, Row> = {
       mssp_admin: 403,
       analyst: 403,
       ...MSSP_DENIED,
-      impersonation: 403,
+      ...IMPERSONATION_DENIED,
+    },
+  },
+  // The outside probe's takeover: a token acting for A reset a customer of another tenant.
+  'POST /api/mssp/users/{customer of B}/password/reset': {
+    route: M.resetPassword,
+    method: 'POST',
+    path: () => `/api/mssp/users/${customerOfB}/password/reset`,
+    expect: {
+      platform_admin: 'ok',
+      mssp_admin: 'ok',
+      analyst: 403,
+      ...MSSP_DENIED,
+      ...IMPERSONATION_DENIED,
+    },
+  },
+  // Same answer as for a foreign id: an impersonation token learns nothing about existence.
+  'POST /api/mssp/users/{missing}/password/reset': {
+    route: M.resetPassword,
+    method: 'POST',
+    path: () => `/api/mssp/users/${MISSING}/password/reset`,
+    expect: {
+      platform_admin: 404,
+      mssp_admin: 404,
+      analyst: 403,
+      ...MSSP_DENIED,
+      ...IMPERSONATION_DENIED,
+    },
+  },
+  ...Object.fromEntries(
+    (['overview', 'incidents', 'reports', 'audit', 'branding', 'events'] as const).map((name) => [
+      `GET /api/tenant/${name}`,
+      {
+        route: T[name],
+        method: 'GET',
+        path: () => `/api/tenant/${name}`,
+        expect: TENANT_ONLY,
+      } satisfies Row,
+    ]),
+  ),
+  'POST /api/internal/adapter/health': {
+    route: I.health,
+    method: 'POST',
+    path: () => '/api/internal/adapter/health',
+    body: () => ({ version: '0.1.0' }),
+    expect: { ...SERVICE_ONLY, adapter: 'ok', worker: 403 },
+  },
+  'GET /api/internal/adapter/config': {
+    route: I.config,
+    method: 'GET',
+    path: () => '/api/internal/adapter/config',
+    expect: { ...SERVICE_ONLY, adapter: 'ok', worker: 403 },
+  },
+  'POST /api/internal/adapter/bootstrap (wrong credential)': {
+    route: I.bootstrap,
+    method: 'POST',
+    path: () => '/api/internal/adapter/bootstrap',
+    body: () => ({ tenant_id: tenantA, credential: 'A'.repeat(43) }),
+    expect: { ...SERVICE_ONLY, adapter: 401, worker: 401 },
+  },
+  // Last: it ends every session it is sent with.
+  'POST /api/auth/logout': {
+    route: A.logout,
+    method: 'POST',
+    path: () => '/api/auth/logout',
+    expect: {
+      platform_admin: 'ok',
+      mssp_admin: 'ok',
+      analyst: 'ok',
+      customer_viewer: 'ok',
+      ...SESSION_ONLY,
     },
   },
 };
+
+/** An impersonation token minted through the API by the principal's own session. */
+async function impersonating(by: Principal, tenantId: string): Promise<Record<string, string>> {
+  const res = await fetch(`${api.url}/api/mssp/impersonate/${tenantId}`, {
+    method: 'POST',
+    headers: { origin: api.origin, 'content-type': 'application/json', ...credentials.get(by) },
+    body: JSON.stringify({ reason: 'matrix setup' }),
+  });
+  assert.equal(res.status, 200);
+  const { token } = (await res.json()) as { token: string };
+  return { authorization: `Bearer ${token}` };
+}
 
 async function sessionCookie(email: string): Promise<string> {
   const res = await fetch(`${api.url}/api/auth/login`, {
@@ -318,8 +471,15 @@ before(async () => {
     },
   });
   tenantA = await createTenant(db.pools.app, 'alpha');
+  tenantB = await createTenant(db.pools.app, 'bravo');
   pendingTenant = await createTenant(db.pools.app, 'still-pending');
-  await db.pools.mssp.query(`UPDATE tenants SET state = 'active' WHERE id = $1`, [tenantA]);
+  leavingTenant = await createTenant(db.pools.app, 'leaving');
+  await db.pools.mssp.query(`UPDATE tenants SET state = 'decommissioning' WHERE id = $1`, [
+    leavingTenant,
+  ]);
+  await db.pools.mssp.query(`UPDATE tenants SET state = 'active' WHERE id = ANY($1)`, [
+    [tenantA, tenantB],
+  ]);
   const users: [
     Principal,
     string,
@@ -363,17 +523,15 @@ before(async () => {
   const adapter = await api.tokens.mintAdapter({ tenantId: tenantA });
   credentials.set('adapter', { authorization: `Bearer ${adapter.token}` });
   credentials.set('anonymous', {});
-  const impersonation = await fetch(`${api.url}/api/mssp/impersonate/${tenantA}`, {
-    method: 'POST',
-    headers: {
-      origin: api.origin,
-      'content-type': 'application/json',
-      ...credentials.get('mssp_admin'),
-    },
-    body: JSON.stringify({ reason: 'matrix setup' }),
+  customerOfB = await seedUser(db, api.hasher, {
+    email: 'cv@bravo.test',
+    role: 'customer_viewer',
+    tenantId: tenantB,
+    password: PASSWORD,
   });
-  const token = ((await impersonation.json()) as { token: string }).token;
-  credentials.set('impersonation', { authorization: `Bearer ${token}` });
+  credentials.set('impersonation', await impersonating('mssp_admin', tenantA));
+  credentials.set('platform_impersonation', await impersonating('platform_admin', tenantA));
+  credentials.set('impersonation_other', await impersonating('mssp_admin', tenantB));
 });
 after(async () => {
   await api.close();
@@ -394,7 +552,10 @@ test('§5.8 actor × resource matrix: every endpoint answers every principal as 
         },
         body: body === undefined ? null : JSON.stringify(body),
       });
-      await res.arrayBuffer();
+      // An event stream that was granted stays open: its headers are the answer.
+      if (res.headers.get('content-type')?.startsWith('text/event-stream'))
+        await res.body?.cancel();
+      else await res.arrayBuffer();
       const expected = row.expect[principal];
       const ok =
         expected === 'ok' ? res.status >= 200 && res.status < 300 : res.status === expected;
@@ -402,4 +563,71 @@ test('§5.8 actor × resource matrix: every endpoint answers every principal as 
     }
   }
   assert.deepEqual(mismatches, []);
+});
+
+test('every route of every family has a matrix row, and every MSSP route declares its impersonation rule', () => {
+  const covered = new Set(Object.values(MATRIX).map((row) => row.route));
+  const missing: string[] = [];
+  for (const family of Object.values(contract)) {
+    for (const r of Object.values(family) as Route[]) {
+      if (!covered.has(r)) missing.push(`${r.method} ${r.path}`);
+      if (r.path.startsWith('/api/mssp/') && r.impersonation === undefined)
+        missing.push(`${r.method} ${r.path}: no impersonation rule`);
+    }
+  }
+  assert.deepEqual(missing, []);
+});
+
+test('an MSSP route without an impersonation rule cannot be registered', () => {
+  const { impersonation: _, ...undeclared } = contract.mssp.getTenant;
+  assert.throws(
+    () => implement(new Hono(), undeclared, [])(async () => ({ raw: new Response(null) })),
+    /must declare its impersonation rule/,
+  );
+});
+
+test('§5.2 an impersonation token cannot decommission, retry or upgrade even its own tenant', async () => {
+  for (const principal of ['impersonation', 'platform_impersonation'] as const) {
+    for (const [verb, body] of [
+      ['decommission', undefined],
+      ['retry', undefined],
+      ['upgrade', { tenant_chart_version: '0.1.0' }],
+    ] as const) {
+      const res = await fetch(`${api.url}/api/mssp/tenants/${tenantA}:${verb}`, {
+        method: 'POST',
+        headers: {
+          origin: api.origin,
+          ...(body ? { 'content-type': 'application/json' } : {}),
+          ...credentials.get(principal),
+        },
+        body: body ? JSON.stringify(body) : null,
+      });
+      const problem = (await res.json()) as { code: string };
+      assert.deepEqual(
+        [verb, res.status, problem.code],
+        [verb, 403, 'outside_impersonated_tenant'],
+      );
+    }
+  }
+  const { rows } = await db.pools.mssp.query<{ state: string }>(
+    'SELECT state FROM tenants WHERE id = $1',
+    [tenantA],
+  );
+  assert.equal(rows[0]?.state, 'active');
+});
+
+test("§5.8 an admin's reset of a customer's password is audited under the customer's tenant", async () => {
+  const { rows } = await db.pools.mssp.query<{
+    tenant_id: string | null;
+    acting_as: string | null;
+  }>(
+    `SELECT tenant_id, acting_as FROM audit_log
+      WHERE action = 'auth.password.reset.admin' AND resource_id = $1`,
+    [customerOfB],
+  );
+  // The matrix reset the customer of B twice (platform_admin, mssp_admin); no impersonation.
+  assert.deepEqual(rows, [
+    { tenant_id: tenantB, acting_as: null },
+    { tenant_id: tenantB, acting_as: null },
+  ]);
 });

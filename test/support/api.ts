@@ -21,6 +21,7 @@ import { createEventHub, type EventHub } from '../../src/events/index.ts';
 import type { TenancyDeps } from '../../src/http/app.ts';
 import { createApp } from '../../src/http/app.ts';
 import { createLogger } from '../../src/log/index.ts';
+import type { OutboundPolicy } from '../../src/net/outbound-url.ts';
 import {
   createTokenService,
   loadOrCreateSigningKey,
@@ -61,6 +62,8 @@ export interface TestApiOptions {
   secrets?: SecretStore;
   /** The orchestrator's side of the tenant endpoints (test/tenants/support.ts). */
   tenancy?: TenancyDeps;
+  /** Internal targets tenant URLs may name (SVC_OUTBOUND_ALLOW_*). */
+  outbound?: OutboundPolicy;
 }
 
 /** Counts transactions without changing them: the database underneath stays real. */
@@ -130,6 +133,7 @@ export async function startTestApi(
       events,
       secrets: options.secrets,
       tenancy: options.tenancy,
+      outbound: options.outbound,
       service: createAuthService({ db, hasher, now: clock.now, authMode: mode }),
     },
   });

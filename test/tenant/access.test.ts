@@ -147,13 +147,17 @@ test('§5.4.4 a customer whose password must change gets 403 password_change_req
   assert.deepEqual(lines, expected(403, 'password_change_required'));
 });
 
-test('§4.3 the family is read-only: write methods on its paths are 404 not_found', async () => {
+test('§4.3 the family is read-only: write methods on its paths are 405 with Allow (issue 10 item 8)', async () => {
   const browser = client(api);
   assert.equal((await browser.login(a.viewer.email, PASSWORD)).status, 200);
   for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) {
     for (const r of Object.values(tenantContract)) {
       const res = await browser.call(method, r.path, {});
-      assert.deepEqual([res.status, res.body.code], [404, 'not_found'], `${method} ${r.path}`);
+      assert.deepEqual(
+        [res.status, res.body.code, res.headers.get('allow')],
+        [405, 'method_not_allowed', 'GET, HEAD'],
+        `${method} ${r.path}`,
+      );
     }
   }
 });

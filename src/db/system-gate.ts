@@ -2,6 +2,7 @@ import pg from 'pg';
 import { writeAudit } from '../audit/index.ts';
 import { clientConfig, type DatabaseTarget } from './target.ts';
 import { inTransaction, type Transaction } from './tenant-context.ts';
+import { mappingUnavailable } from './unavailable.ts';
 
 /**
  * The only door to svc_mssp (BYPASSRLS), spec §5.7 item 6. Only the modules listed in
@@ -23,16 +24,18 @@ export function createSystemGate(target: DatabaseTarget, max = 4): SystemGate {
         throw new TypeError(`system reason must match ${REASON}, got ${JSON.stringify(reason)}`);
       }
       // The entry row commits on its own: entering the gate is recorded even when the work
-      // inside it fails and rolls back.
-      await writeAudit(pool, {
-        tenantId: null,
-        actorPrincipal: 'System',
-        actorId: `system:${reason}`,
-        action: 'system.enter',
-        resourceType: 'system_context',
-        resourceId: reason,
+      // inside it fails and rolls back. A lost database is a 503, as on the app pool.
+      return mappingUnavailable(async () => {
+        await writeAudit(pool, {
+          tenantId: null,
+          actorPrincipal: 'System',
+          actorId: `system:${reason}`,
+          action: 'system.enter',
+          resourceType: 'system_context',
+          resourceId: reason,
+        });
+        return inTransaction(pool, fn);
       });
-      return inTransaction(pool, fn);
     },
     close: () => pool.end(),
   };

@@ -294,8 +294,10 @@ class Hub implements EventHub {
         if (events.length === this.#pageSize) channel.dirty = true;
       } while (channel.dirty && this.#isLive(channel));
     } catch {
-      this.#later(() => this.#fetch(channel), this.#reconnectMinMs);
       channel.dirty = true;
+      // While the LISTEN connection is down the database most likely is too: the reconnect
+      // (with backoff) fetches every channel once it is back, so no retry storm meanwhile.
+      if (this.#listener) this.#later(() => this.#fetch(channel), this.#reconnectMinMs);
     } finally {
       channel.fetching = false;
     }

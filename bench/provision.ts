@@ -234,8 +234,9 @@ function timedSecrets(inner: SecretStore, t: Timeline): SecretStore {
     namespace: inner.namespace,
     create: (name, data, labels) =>
       api('install-secret.create', name, () => inner.create(name, data, labels)),
-    remove: (name) => api('install-secret.remove', name, () => inner.remove(name)),
+    remove: (name, uid) => api('install-secret.remove', name, () => inner.remove(name, uid)),
     read: (name) => api('install-secret.read', name, () => inner.read(name)),
+    list: (selector) => api('install-secret.list', selector, () => inner.list(selector)),
   };
 }
 

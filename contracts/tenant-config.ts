@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox';
+import { BYTES_PATTERN, CPU_PATTERN } from './tenant-values.ts';
 
 /**
  * What `POST /api/mssp/tenants` accepts (spec §2.9 tenant values, §9.4 step 1). The
@@ -9,7 +10,12 @@ import Type, { type Static } from 'typebox';
 const Hex = Type.String({ pattern: '^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$' });
 const HttpsUrl = Type.String({ pattern: '^https://[^\\s]{1,2040}$' });
 const Hostname = Type.String({ pattern: '^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$' });
-const Quantity = Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?(m|Ki|Mi|Gi|Ti)?$' });
+/**
+ * Per resource kind (src/tenants/quantity.ts has the same grammar and the exact parser): CPU
+ * takes only `m`, memory never does.
+ */
+const CpuQuantity = Type.String({ pattern: CPU_PATTERN, maxLength: 32 });
+const MemoryQuantity = Type.String({ pattern: BYTES_PATTERN, maxLength: 32 });
 /** Secret material is bounded so a Secret stays far below the 1 MiB object limit. */
 const SecretValue = Type.String({ minLength: 1, maxLength: 8192 });
 
@@ -69,13 +75,13 @@ const Resources = Type.Object(
   {
     requests: Type.Optional(
       Type.Object(
-        { cpu: Type.Optional(Quantity), memory: Type.Optional(Quantity) },
+        { cpu: Type.Optional(CpuQuantity), memory: Type.Optional(MemoryQuantity) },
         { additionalProperties: false },
       ),
     ),
     limits: Type.Optional(
       Type.Object(
-        { cpu: Type.Optional(Quantity), memory: Type.Optional(Quantity) },
+        { cpu: Type.Optional(CpuQuantity), memory: Type.Optional(MemoryQuantity) },
         { additionalProperties: false },
       ),
     ),

@@ -15,7 +15,14 @@ const closed = { additionalProperties: false } as const;
 const Uuid = Type.String({
   pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$',
 });
-const Quantity = Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$' });
+/**
+ * Kubernetes quantities per resource kind (src/tenants/quantity.ts parses them exactly): CPU
+ * takes only the `m` suffix, memory and storage take SI suffixes but never `m`.
+ */
+export const CPU_PATTERN = '^[0-9]{1,19}(\\.[0-9]{1,9})?m?$';
+export const BYTES_PATTERN = '^[0-9]{1,19}(\\.[0-9]{1,9})?(k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$';
+const Cpu = Type.String({ pattern: CPU_PATTERN, maxLength: 32 });
+const Bytes = Type.String({ pattern: BYTES_PATTERN, maxLength: 32 });
 const Hex = Type.String({ pattern: '^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$' });
 const DnsLabel = Type.String({ pattern: '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$' });
 const DnsName = Type.String({ pattern: '^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$' });
@@ -46,12 +53,12 @@ const subchartGlobal = { global: Type.Optional(GlobalValues) };
 
 export const ResourceSpec = Type.Object(
   {
-    requests: Type.Object({ cpu: Quantity, memory: Quantity }, closed),
-    limits: Type.Object({ cpu: Quantity, memory: Quantity }, closed),
+    requests: Type.Object({ cpu: Cpu, memory: Bytes }, closed),
+    limits: Type.Object({ cpu: Cpu, memory: Bytes }, closed),
   },
   closed,
 );
-const Persistence = Type.Object({ size: Quantity }, closed);
+const Persistence = Type.Object({ size: Bytes }, closed);
 
 export const MonitorValues = Type.Object(
   {
@@ -159,8 +166,8 @@ export const TenantValues = Type.Object(
     ),
     resourceQuota: Type.Object(
       {
-        requests: Type.Object({ cpu: Quantity, memory: Quantity }, closed),
-        limits: Type.Object({ cpu: Quantity, memory: Quantity }, closed),
+        requests: Type.Object({ cpu: Cpu, memory: Bytes }, closed),
+        limits: Type.Object({ cpu: Cpu, memory: Bytes }, closed),
         persistentVolumeClaims: Type.Integer({ minimum: 0, maximum: 1000 }),
         pods: Type.Integer({ minimum: 1, maximum: 1000 }),
       },

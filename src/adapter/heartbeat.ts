@@ -2,7 +2,7 @@ import type { Static } from 'typebox';
 import type { TenantState as TenantStateSchema } from '../../contracts/mssp.ts';
 import { writeAudit } from '../audit/index.ts';
 import type { Transaction } from '../db/tenant-context.ts';
-import { tryTransition } from '../tenants/lifecycle.ts';
+import { lockTenant, tryTransition } from '../tenants/lifecycle.ts';
 
 export type TenantState = Static<typeof TenantStateSchema>;
 
@@ -26,12 +26,23 @@ export interface HeartbeatOutcome {
  * that finds the tenant `provisioning` moves it to `active` (spec §3.1, §6.2, §9.4 step 9),
  * with its lifecycle event and audit row in the same transaction. Returns undefined when the
  * tenant row is gone (an adapter token outlives a hard-deleted tenant by up to 8 days).
+ *
+ * The activation happens only under the tenant's lock (issue 18 item 5): while the
+ * orchestrator holds the tenant (readiness wait, rollback, decommission), a heartbeat is
+ * recorded as liveness and answered with the state as it is, `activated: false`, never a
+ * resurrection of a tenant being torn down. When that work ends in readiness, the orchestrator
+ * completes the activation from the heartbeat noted here.
  */
 export async function recordHeartbeat(
   tx: Transaction,
   beat: Heartbeat,
 ): Promise<HeartbeatOutcome | undefined> {
-  const activated = await activateIfProvisioning(tx, beat);
+  const before = await currentState(tx, beat.tenantId);
+  if (before === undefined) return undefined;
+  const activated =
+    before === 'provisioning' &&
+    (await lockTenant(tx, beat.tenantId)) &&
+    (await activateIfProvisioning(tx, beat));
   const tenantState = activated ? 'active' : await currentState(tx, beat.tenantId);
   if (tenantState === undefined) return undefined;
   await upsertHeartbeat(tx, beat);
@@ -61,8 +72,8 @@ async function noteEarlyHeartbeat(tx: Transaction, beat: Heartbeat): Promise<voi
  * Spec §3.1 row 3 needs both the heartbeat and a Ready package. Readiness is recorded by the
  * orchestrator as the `package_ready` step; when the heartbeat comes first, the orchestrator
  * completes the activation as it records readiness (tenants/provision.ts markReady). The
- * transition itself is a conditional UPDATE, so two first heartbeats racing each other move
- * the tenant exactly once.
+ * caller holds the tenant's lock and the transition is a conditional UPDATE, so two first
+ * heartbeats racing each other move the tenant exactly once.
  */
 async function activateIfProvisioning(tx: Transaction, beat: Heartbeat): Promise<boolean> {
   const { rows } = await tx.query<{ ready: boolean }>(

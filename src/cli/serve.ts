@@ -95,6 +95,7 @@ export async function serve(config: Config, logger: Logger): Promise<void> {
       events,
       secrets,
       tenancy: tenancy?.api,
+      outbound: config.outbound,
       service: createAuthService({ db, hasher, now, authMode: config.authMode }),
     },
   });

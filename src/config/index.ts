@@ -75,6 +75,8 @@ export interface Config {
   database: DatabaseConfig;
   install: InstallConfig;
   orchestrator: OrchestratorConfig;
+  /** Internal targets tenant URLs may name after all (src/net/outbound-url.ts); default none. */
+  outbound: { allowCidrs: string[]; allowHosts: string[] };
 }
 
 /** Spec §2.9 install.*: written into the organization row; generated once when absent. */
@@ -93,6 +95,7 @@ export interface OrchestratorConfig {
   decommissionGraceMs: number;
   retentionMs: number;
   helmTimeoutMs: number;
+  reconcileMs: number;
   chartsDir: string | undefined;
   installVersion: string | undefined;
   helmBinary: string;
@@ -213,6 +216,7 @@ export const SETTINGS = {
   SVC_DECOMMISSION_GRACE: { schema: duration, expected: durationExpected },
   SVC_TENANT_RETENTION: { schema: duration, expected: durationExpected },
   SVC_HELM_TIMEOUT: { schema: duration, expected: durationExpected },
+  SVC_RECONCILE_INTERVAL: { schema: duration, expected: durationExpected },
   SVC_TENANT_CHARTS_DIR: {
     schema: Type.String({ minLength: 1 }),
     expected: 'a directory holding svc-tenant chart directories',
@@ -255,6 +259,18 @@ export const SETTINGS = {
   SVC_LLM_MODEL: {
     schema: Type.String({ minLength: 1, maxLength: 200 }),
     expected: 'a model name (defaults.llm.model)',
+  },
+  SVC_OUTBOUND_ALLOW_CIDRS: {
+    schema: Type.String({ pattern: `^(${cidr}(\\s*,\\s*${cidr})*)?$` }),
+    expected:
+      'a comma-separated list of CIDRs tenant URLs may reach although internal, e.g. 10.20.0.0/16',
+  },
+  SVC_OUTBOUND_ALLOW_HOSTS: {
+    schema: Type.String({
+      pattern:
+        '^((\\*\\.)?[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?(\\s*,\\s*(\\*\\.)?[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?)*)?$',
+    }),
+    expected: 'a comma-separated list of host names or *.domain patterns, e.g. llm.corp.internal',
   },
   SVC_URL: {
     schema: Type.String({ pattern: '^https?://[^\\s/]+(/[^\\s]*)?$', maxLength: 2048 }),
@@ -410,13 +426,16 @@ function readTokenKey(env: Env): TokenKeyConfig {
   return { kind: 'generated' };
 }
 
-function parseCidr(text: string): string {
+function parseCidr(
+  text: string,
+  name: 'SVC_TRUSTED_PROXY_CIDRS' | 'SVC_OUTBOUND_ALLOW_CIDRS' = 'SVC_TRUSTED_PROXY_CIDRS',
+): string {
   const [address = '', prefix = ''] = text.trim().split('/');
   const family = isIP(address);
   const bits = Number(prefix);
   if (family === 0 || !Number.isInteger(bits) || bits < 0 || bits > (family === 4 ? 32 : 128)) {
     throw new ConfigError(
-      `SVC_TRUSTED_PROXY_CIDRS: expected ${SETTINGS.SVC_TRUSTED_PROXY_CIDRS.expected}, got ${JSON.stringify(text.trim())}`,
+      `${name}: expected ${SETTINGS[name].expected}, got ${JSON.stringify(text.trim())}`,
     );
   }
   return `${address}/${bits}`;
@@ -446,7 +465,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     tokenKey: readTokenKey(env),
     installNamespace: read(env, 'SVC_INSTALL_NAMESPACE') ?? 'svc-system',
     serviceAccount: read(env, 'SVC_SERVICE_ACCOUNT') ?? 'svc',
-    trustedProxyCidrs: cidrs ? cidrs.split(',').map(parseCidr) : [],
+    trustedProxyCidrs: cidrs ? cidrs.split(',').map((c) => parseCidr(c)) : [],
     database: readDatabase(env),
     install: {
       msspId: read(env, 'SVC_MSSP_ID'),
@@ -455,6 +474,16 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
       installLabel: read(env, 'SVC_INSTALL_LABEL') ?? 'svc',
     },
     orchestrator: readOrchestrator(env),
+    outbound: {
+      allowCidrs: (read(env, 'SVC_OUTBOUND_ALLOW_CIDRS') ?? '')
+        .split(',')
+        .filter((c) => c.trim() !== '')
+        .map((c) => parseCidr(c, 'SVC_OUTBOUND_ALLOW_CIDRS')),
+      allowHosts: (read(env, 'SVC_OUTBOUND_ALLOW_HOSTS') ?? '')
+        .split(',')
+        .map((h) => h.trim())
+        .filter((h) => h !== ''),
+    },
   };
 }
 
@@ -469,6 +498,7 @@ function readOrchestrator(env: Env): OrchestratorConfig {
     decommissionGraceMs: ms('SVC_DECOMMISSION_GRACE', '24h'),
     retentionMs: ms('SVC_TENANT_RETENTION', '30d'),
     helmTimeoutMs: ms('SVC_HELM_TIMEOUT', '10m'),
+    reconcileMs: ms('SVC_RECONCILE_INTERVAL', '5m'),
     chartsDir: read(env, 'SVC_TENANT_CHARTS_DIR'),
     installVersion: read(env, 'SVC_TENANT_CHART_VERSION'),
     helmBinary: read(env, 'SVC_HELM_BIN') ?? 'helm',

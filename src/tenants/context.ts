@@ -27,6 +27,8 @@ export interface OrchestratorTiming {
   helmTimeoutMs: number;
   /** How long namespace deletion may take. */
   namespaceDeleteMs: number;
+  /** How often the reconciler compares every tenant with the cluster (SVC_RECONCILE_INTERVAL). */
+  reconcileMs: number;
 }
 
 /** The narrow parts the orchestrator works with; tests pass the real ones in directly. */
@@ -76,5 +78,6 @@ export const DEFAULT_TIMING: OrchestratorTiming = {
   adapterTokenRefreshMs: 7 * 24 * 3_600_000,
   helmTimeoutMs: 10 * 60_000,
   namespaceDeleteMs: 5 * 60_000,
+  reconcileMs: 5 * 60_000,
 };
 export const DEFAULT_EDGE_PORT_BASE = 20_000;

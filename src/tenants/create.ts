@@ -6,6 +6,8 @@ import type { Identity } from '../auth/identity.ts';
 import type { SecretStore } from '../cluster/secrets.ts';
 import type { AppDatabase } from '../db/pools.ts';
 import type { Transaction } from '../db/tenant-context.ts';
+import { integrationCredentials, withoutSecrets } from './config-secrets.ts';
+import { type ConfigChecks, validateTenantConfig } from './validate-config.ts';
 
 export class SlugTakenError extends Error {
   override name = 'SlugTakenError';
@@ -35,35 +37,6 @@ function bootstrapBundle(adapterCredential: string, tenantId: string): Record<st
     'monitor-enrollment-secret': secret(),
     'adapter-bootstrap-credential': adapterCredential,
     'tenant-id': tenantId,
-  };
-}
-
-/** The configuration as stored: every secret value removed, a flag saying it exists instead. */
-export function withoutSecrets(config: TenantConfig): Record<string, unknown> {
-  const { llm, integrations, ...rest } = config;
-  return {
-    ...rest,
-    ...(llm
-      ? {
-          llm: {
-            provider: llm.provider,
-            base_url: llm.base_url,
-            model: llm.model,
-            has_api_key: llm.api_key !== undefined,
-          },
-        }
-      : {}),
-    ...(integrations
-      ? {
-          integrations: {
-            ...integrations,
-            items: integrations.items?.map(({ credential, ...item }) => ({
-              ...item,
-              has_credential: credential !== undefined,
-            })),
-          },
-        }
-      : {}),
   };
 }
 
@@ -157,24 +130,29 @@ async function insertTenant(
 }
 
 /**
- * Spec §3.1 row 1 and §9.4 steps 1-5, in one transaction: the tenant row (its slug is the
- * uniqueness check), the adapter's bootstrap credential, the Secrets in the install namespace
- * (named by the fresh tenant id), then the Secret references and the first lifecycle events.
- * If anything fails, the transaction rolls back and the Secrets already written are removed,
- * so a refused creation leaves nothing behind. The orchestrator continues from `pending`.
+ * Spec §3.1 row 1 and §9.4 steps 1-5. First the whole configuration is checked
+ * (validate-config.ts): a refusal writes nothing. Then, in one transaction: the tenant row (its
+ * slug is the uniqueness check), the adapter's bootstrap credential, the Secrets in the install
+ * namespace (named by the fresh tenant id and labelled with it), then the Secret references and
+ * the first lifecycle events. If anything fails, the transaction rolls back and the Secrets
+ * already written are removed. If the process dies before the commit, the Secrets outlive a row
+ * that never existed: the orphan collection (orphans.ts) removes them after a grace period.
+ * The orchestrator continues from `pending`.
  */
 export async function createTenant(
-  deps: { db: AppDatabase; secrets: SecretStore },
+  deps: { db: AppDatabase; secrets: SecretStore; checks: ConfigChecks },
   config: TenantConfig,
   actor: Identity,
 ): Promise<{ id: string }> {
   const tenantId = randomUUID();
+  await validateTenantConfig(config, tenantId, deps.checks);
   const names = installSecretNames(tenantId);
   const labels = { 'tenant-id': tenantId };
-  const written: string[] = [];
+  const attempted: string[] = [];
   const write = async (name: string, data: Record<string, string>) => {
+    // Recorded before the call: a timed-out create may still have happened.
+    attempted.push(name);
     await deps.secrets.create(name, data, labels);
-    written.push(name);
   };
   try {
     return await deps.db.withTenant(tenantId, async (tx) => {
@@ -185,21 +163,50 @@ export async function createTenant(
         await write(names.llm, { api_key: config.llm.api_key });
       const credentials = integrationCredentials(config);
       if (Object.keys(credentials).length > 0) await write(names.integrations, credentials);
-      await insertTenantRows(tx, tenantId, config, deps.secrets.namespace, written, actor);
+      await insertTenantRows(tx, tenantId, config, deps.secrets.namespace, attempted, actor);
       return { id: tenantId };
     });
   } catch (error) {
-    await Promise.all(written.map((name) => deps.secrets.remove(name).catch(() => undefined)));
+    await Promise.all(attempted.map((name) => deps.secrets.remove(name).catch(() => undefined)));
     throw error;
   }
 }
 
-/** One Secret key per integration credential: `<kind>.<name>`, made a valid Secret key. */
-export function integrationCredentials(config: TenantConfig): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const item of config.integrations?.items ?? []) {
-    if (item.credential === undefined) continue;
-    out[`${item.kind}.${item.name}`.replace(/[^A-Za-z0-9._-]/g, '_')] = item.credential;
+/**
+ * Issue 18 item 8: the install-namespace bootstrap Secret of an existing tenant is gone (a
+ * replaced cluster, a namespace recreated by hand). Its content is svc's own making, so it can
+ * be made again: fresh component passwords and a new adapter bootstrap credential (the old one
+ * is replaced in the same transaction, so the database and the Secret always agree). Only for
+ * a tenant whose data plane is being (re)provisioned: running components keep the passwords
+ * they were installed with. The LLM key and integration credentials cannot be recreated; they
+ * exist nowhere else. Returns false when the Secret exists (nothing to do).
+ */
+export async function restoreBootstrapSecret(
+  deps: { db: AppDatabase; secrets: SecretStore },
+  tenantId: string,
+): Promise<boolean> {
+  const name = installSecretNames(tenantId).bootstrap;
+  if ((await deps.secrets.read(name)) !== undefined) return false;
+  let created = false;
+  try {
+    await deps.db.withTenant(tenantId, async (tx) => {
+      const { secret: adapterCredential } = await issueBootstrapCredential(tx, tenantId);
+      await deps.secrets.create(name, bootstrapBundle(adapterCredential, tenantId), {
+        'tenant-id': tenantId,
+      });
+      created = true;
+      await tx.query(
+        `INSERT INTO tenant_secrets (tenant_id, purpose, namespace, name) VALUES ($1, 'bootstrap', $2, $3)
+       ON CONFLICT (tenant_id, purpose) DO UPDATE
+         SET namespace = excluded.namespace, name = excluded.name,
+             version = tenant_secrets.version + 1, rotated_at = now()`,
+        [tenantId, deps.secrets.namespace, name],
+      );
+    });
+  } catch (error) {
+    // A Secret whose credential the rolled-back transaction never stored would lock the adapter out.
+    if (created) await deps.secrets.remove(name).catch(() => undefined);
+    throw error;
   }
-  return out;
+  return true;
 }

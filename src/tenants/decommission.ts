@@ -2,52 +2,45 @@ import { writeAudit } from '../audit/index.ts';
 import { ORCHESTRATOR_ACTOR, type OrchestratorDeps } from './context.ts';
 import { installSecretNames } from './create.ts';
 import { tryTransition } from './lifecycle.ts';
-import { loadTenant, RELEASE_NAME } from './provision.ts';
+import {
+  describeFailure,
+  loadTenant,
+  RELEASE_NAME,
+  StepFailure,
+  type TenantRecord,
+} from './provision.ts';
+import { inspectNamespace } from './reconcile.ts';
 import { namespaceLabels, namespaceOf } from './render.ts';
-import { recordStep } from './steps.ts';
+import { completedSteps, recordStep } from './steps.ts';
 
 /**
  * Spec §3.1 rows 5–6: once the grace period is over (the orchestrator only calls this then),
  * the package is uninstalled, the namespace deleted, the install-namespace Secrets removed and
  * the tenant soft-deleted. Each cluster step is idempotent, so a crash in between repeats it.
  * The rows stay until the retention window ends (purgeTenant).
+ *
+ * The same path removes a tenant that never became active (issue 18 item 4): whatever its
+ * attempts left is removed, what svc never created is not looked at. A decommission that
+ * cannot finish (a namespace replaced by one without svc's labels, the cluster refusing) is
+ * kept as the tenant's `error_details` and an `error` lifecycle event (item 9), and tried
+ * again on every pass, so it completes by itself once the cause is gone.
  */
 export async function advanceDecommission(deps: OrchestratorDeps, tenantId: string): Promise<void> {
   const tenant = await deps.db.withoutTenant((tx) => loadTenant(tx, tenantId));
   if (tenant?.state !== 'decommissioning') return;
   const namespace = namespaceOf(tenant.slug);
-  const uninstall = await deps.helm
-    .uninstall({
-      release: RELEASE_NAME,
-      namespace,
-      timeoutMs: deps.timing.helmTimeoutMs,
-      wait: true,
-    })
-    .then(
-      () => 'uninstalled',
-      // Deleting the namespace removes the release too; the uninstall is the orderly way, not
-      // the only one. After a crash between the two, svc's RoleBinding is gone with the
-      // namespace and helm answers 403: waiting on it would keep the tenant here forever.
-      (error: unknown) => {
-        deps.logger.warn(
-          { err: error, tenant_id: tenant.id },
-          'uninstall failed; deleting the namespace',
-        );
-        return `failed: ${error instanceof Error ? error.message.slice(0, 500) : String(error)}`;
-      },
-    );
-  await deps.namespaces.remove(namespace, {
-    waitMs: deps.timing.namespaceDeleteMs,
-    expectLabels: namespaceLabels(tenant.id, deps.install),
-  });
-  const names = Object.values(installSecretNames(tenant.id));
-  for (const name of names) await deps.secrets.remove(name);
+  let removed: Awaited<ReturnType<typeof removeClusterObjects>>;
+  try {
+    removed = await removeClusterObjects(deps, tenant);
+  } catch (error) {
+    await recordStall(deps, tenant, describeFailure('decommissioned', error));
+    return;
+  }
   await deps.db.withTenant(tenant.id, async (tx) => {
     await recordStep(tx, tenant.id, 'decommissioned', ORCHESTRATOR_ACTOR, {
       namespace,
       release: RELEASE_NAME,
-      uninstall,
-      removed_secrets: names,
+      ...removed,
     });
     await tx.query('UPDATE tenants SET edge_port_pair = NULL WHERE id = $1', [tenant.id]);
     const moved = await tryTransition(tx, {
@@ -58,6 +51,7 @@ export async function advanceDecommission(deps: OrchestratorDeps, tenantId: stri
         namespace,
         retention_ends_at: new Date(deps.now().getTime() + deps.timing.retentionMs).toISOString(),
       },
+      errorDetails: null,
     });
     if (!moved) return;
     await writeAudit(tx, {
@@ -69,8 +63,103 @@ export async function advanceDecommission(deps: OrchestratorDeps, tenantId: stri
       resourceId: tenant.id,
       before: { state: 'decommissioning' },
       after: { state: 'soft-deleted' },
-      details: { namespace, removed_secrets: names },
+      details: { namespace, removed_secrets: removed.removed_secrets },
     });
+  });
+}
+
+/**
+ * Uninstall and namespace delete only in a namespace carrying svc's labels for this tenant
+ * (a release lives in its namespace: no namespace, no release). A namespace without those
+ * labels is left alone; it stalls the decommission only if svc's record says svc created the
+ * tenant's namespace (then someone replaced it, and svc's objects may be inside). A tenant
+ * whose namespace step never completed (a conflict, a rolled-back attempt) has nothing there.
+ */
+async function removeClusterObjects(deps: OrchestratorDeps, tenant: TenantRecord) {
+  const namespace = namespaceOf(tenant.slug);
+  const ownership = await inspectNamespace(deps, tenant);
+  if (ownership === 'foreign') {
+    const created = await deps.db.withTenant(tenant.id, async (tx) =>
+      (await completedSteps(tx, tenant.id)).has('namespace_created'),
+    );
+    if (created) {
+      throw new StepFailure(
+        'decommissioned',
+        'namespace_conflict',
+        `namespace ${namespace} no longer carries svc's labels for this tenant (replaced?); ` +
+          'svc neither uninstalls in it nor deletes it. Remove or relabel it: the decommission ' +
+          'then completes by itself',
+        { namespace },
+      );
+    }
+  }
+  let uninstall = 'nothing to uninstall: no namespace of this tenant';
+  let outcome = ownership === 'foreign' ? "not svc's; left alone" : 'absent';
+  if (ownership === 'ours' || ownership === 'terminating') {
+    uninstall = await deps.helm
+      .uninstall({
+        release: RELEASE_NAME,
+        namespace,
+        timeoutMs: deps.timing.helmTimeoutMs,
+        wait: true,
+      })
+      .then(
+        () => 'uninstalled',
+        // Deleting the namespace removes the release too; the uninstall is the orderly way, not
+        // the only one. After a crash between the two, svc's RoleBinding is gone with the
+        // namespace and helm answers 403: waiting on it would keep the tenant here forever.
+        (error: unknown) => {
+          deps.logger.warn(
+            { err: error, tenant_id: tenant.id },
+            'uninstall failed; deleting the namespace',
+          );
+          return `failed: ${error instanceof Error ? error.message.slice(0, 500) : String(error)}`;
+        },
+      );
+    await deps.namespaces.remove(namespace, {
+      waitMs: deps.timing.namespaceDeleteMs,
+      expectLabels: namespaceLabels(tenant.id, deps.install),
+    });
+    outcome = 'deleted';
+  }
+  const names = Object.values(installSecretNames(tenant.id));
+  for (const name of names) await deps.secrets.remove(name);
+  return { uninstall, namespace_removal: outcome, removed_secrets: names };
+}
+
+/**
+ * Keeps why the decommission cannot finish on the tenant and in the lifecycle (→ event
+ * stream), once per distinct cause: the next passes retry without repeating the event.
+ */
+async function recordStall(
+  deps: OrchestratorDeps,
+  tenant: TenantRecord,
+  failure: StepFailure,
+): Promise<void> {
+  const previous = tenant.error_details;
+  if (previous?.code === failure.code && previous.message === failure.message) return;
+  deps.logger.warn(
+    { tenant_id: tenant.id, code: failure.code, err: failure },
+    'decommission stalled; retried on every pass',
+  );
+  const errorDetails = {
+    step: failure.step,
+    code: failure.code,
+    message: failure.message,
+    ...failure.details,
+    failed_at: deps.now().toISOString(),
+  };
+  await deps.db.withTenant(tenant.id, async (tx) => {
+    await tx.query(
+      `UPDATE tenants SET error_details = $2, updated_at = now()
+        WHERE id = $1 AND state = 'decommissioning'`,
+      [tenant.id, JSON.stringify(errorDetails)],
+    );
+    await tx.query(
+      `INSERT INTO tenant_lifecycle_events (tenant_id, kind, step, details, actor)
+       VALUES ($1, 'error', $2, $3, $4)`,
+      [tenant.id, failure.step, JSON.stringify(errorDetails), ORCHESTRATOR_ACTOR],
+    );
   });
 }
 

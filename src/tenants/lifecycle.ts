@@ -1,11 +1,13 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Transaction } from '../db/tenant-context.ts';
 
 /**
  * The tenant state machine of spec §3.1, in one place. Every state change in svc goes through
- * `transition()`: a conditional UPDATE (so two actors racing cannot both move the tenant) and a
- * TenantLifecycleEvent in the same transaction. Anything not listed here is illegal and
- * surfaces as IllegalTransitionError, which the HTTP layer answers with 409
- * `illegal_transition`, never 500.
+ * `transition()`: a conditional UPDATE on the state the caller read (so two actors racing
+ * cannot both move the tenant) and a TenantLifecycleEvent in the same transaction, made while
+ * the caller holds the tenant's lock (`lockTenant`, the orchestrator's per-tenant advisory
+ * lock). Anything not listed here is illegal and surfaces as IllegalTransitionError, which the
+ * HTTP layer answers with 409 `invalid_state`, never 500.
  */
 export type TenantState =
   | 'pending'
@@ -24,6 +26,10 @@ export const TRANSITIONS = [
   { from: 'provisioning', to: 'pending', trigger: 'provisioning_failed' },
   // §3.1 row 5 and 6.
   { from: 'active', to: 'decommissioning', trigger: 'decommission' },
+  // Issue 18 item 4 (not in §3.1): a tenant that never became active can be removed too,
+  // without a grace period (docs/orchestrator.md "Decommission and purge").
+  { from: 'pending', to: 'decommissioning', trigger: 'decommission' },
+  { from: 'provisioning', to: 'decommissioning', trigger: 'decommission' },
   { from: 'decommissioning', to: 'soft-deleted', trigger: 'grace_period_ended' },
 ] as const satisfies ReadonlyArray<{ from: TenantState; to: TenantState; trigger: string }>;
 
@@ -37,24 +43,75 @@ export class IllegalTransitionError extends Error {
     readonly state: TenantState | undefined,
     readonly trigger: Trigger,
   ) {
-    const expected = TRANSITIONS.find((t) => t.trigger === trigger)?.from;
+    const expected = TRANSITIONS.filter((t) => t.trigger === trigger).map((t) => t.from);
     super(
       state === undefined
         ? `tenant ${tenantId} does not exist`
-        : `${trigger} needs a ${expected} tenant; this one is ${state}`,
+        : `${trigger} needs a ${expected.join(' or ')} tenant; this one is ${state}`,
     );
   }
 }
 
-export function transitionFor(trigger: Trigger): Transition {
-  const found = TRANSITIONS.find((t) => t.trigger === trigger);
-  if (!found) throw new TypeError(`unknown trigger ${trigger}`);
-  return found;
+/** The transition `trigger` makes from `from`; without `from`, the trigger's only one. */
+export function transitionFor(trigger: Trigger, from?: TenantState): Transition | undefined {
+  const matches = TRANSITIONS.filter((t) => t.trigger === trigger);
+  if (matches.length === 0) throw new TypeError(`unknown trigger ${trigger}`);
+  if (from === undefined) {
+    if (matches.length > 1) throw new TypeError(`${trigger} starts from several states: pass from`);
+    return matches[0];
+  }
+  return matches.find((t) => t.from === from);
+}
+
+/**
+ * Another actor holds the tenant (the orchestrator working on it: a provisioning attempt, the
+ * readiness wait, a rollback, an upgrade, a decommission, a repair). Answered 409 `tenant_busy`.
+ */
+export class TenantBusyError extends Error {
+  override name = 'TenantBusyError';
+  constructor(readonly tenantId: string) {
+    super(`svc is working on tenant ${tenantId} right now; try again when it is done`);
+  }
+}
+
+/** The per-tenant advisory lock's key (orchestrator.ts takes it per session, lockTenant per transaction). */
+export const TENANT_LOCK_KEY = 'hashtextextended($1, 0)';
+export const tenantLockName = (tenantId: string) => `svc.tenant:${tenantId}`;
+
+/**
+ * Takes the tenant's lock for the rest of the caller's transaction, waiting up to `waitMs` for
+ * an orchestrator pass that holds it briefly (a poll, a token refresh, a reconcile check).
+ * False when it stays held: the caller must not move the tenant then.
+ */
+export async function lockTenant(tx: Transaction, tenantId: string, waitMs = 0): Promise<boolean> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const { rows } = await tx.query<{ ok: boolean }>(
+      `SELECT pg_try_advisory_xact_lock(${TENANT_LOCK_KEY}) AS ok`,
+      [tenantLockName(tenantId)],
+    );
+    if (rows[0]?.ok) return true;
+    if (Date.now() >= deadline) return false;
+    await sleep(100);
+  }
+}
+
+/** How long an API call waits for the tenant's lock before answering `tenant_busy`. */
+export const API_LOCK_WAIT_MS = 3_000;
+
+/** lockTenant for API handlers: throws TenantBusyError instead of returning false. */
+export async function lockTenantOrBusy(tx: Transaction, tenantId: string): Promise<void> {
+  if (!(await lockTenant(tx, tenantId, API_LOCK_WAIT_MS))) throw new TenantBusyError(tenantId);
 }
 
 export interface TransitionInput {
   tenantId: string;
   trigger: Trigger;
+  /**
+   * The state the caller read (compare-and-set); needed when the trigger starts from several
+   * states (`decommission`).
+   */
+  from?: TenantState;
   /** Lifecycle `actor`: `user:<id>`, `system:orchestrator`, `adapter`. */
   actor: string;
   details?: Record<string, unknown>;
@@ -70,7 +127,7 @@ export interface TransitionResult {
 }
 
 /**
- * Moves the tenant if, and only if, it is in the trigger's `from` state at commit time. The
+ * Moves the tenant if, and only if, it is in the transition's `from` state at commit time. The
  * caller's transaction must carry the tenant's context (the lifecycle event is RLS-bound).
  */
 export async function transition(
@@ -91,7 +148,9 @@ export async function tryTransition(
   tx: Transaction,
   input: TransitionInput,
 ): Promise<TransitionResult | undefined> {
-  const { from, to } = transitionFor(input.trigger);
+  const found = transitionFor(input.trigger, input.from);
+  if (!found) return undefined;
+  const { from, to } = found;
   const setError = input.errorDetails !== undefined;
   const { rows } = await tx.query<{ state_changed_at: Date }>(
     `UPDATE tenants

@@ -10,7 +10,7 @@ import {
 } from '../cluster/namespaces.ts';
 import type { Transaction } from '../db/tenant-context.ts';
 import { ORCHESTRATOR_ACTOR, type OrchestratorDeps, tenantClusterRole } from './context.ts';
-import { installSecretNames } from './create.ts';
+import { installSecretNames, restoreBootstrapSecret } from './create.ts';
 import { type TenantState, transition, tryTransition } from './lifecycle.ts';
 import {
   ADAPTER_TOKEN_SECRET,
@@ -94,7 +94,8 @@ export class StepFailure extends Error {
   }
 }
 
-function describe(step: string, error: unknown): StepFailure {
+/** Any error of a step as the StepFailure kept on the tenant (provisioning and decommission). */
+export function describeFailure(step: string, error: unknown): StepFailure {
   if (error instanceof StepFailure) return error;
   if (error instanceof RenderError)
     return new StepFailure(step, 'values_invalid', error.message, { problems: error.problems });
@@ -136,7 +137,12 @@ export async function advanceProvisioning(
         if (signal.aborted) throw error;
         // Before its namespace_created step, `tenant-<slug>` is not svc's (it may be someone
         // else's namespace of that name): the rollback leaves it alone.
-        await failProvisioning(deps, tenant, describe(step, error), done.has('namespace_created'));
+        await failProvisioning(
+          deps,
+          tenant,
+          describeFailure(step, error),
+          done.has('namespace_created'),
+        );
         return;
       }
       continue;
@@ -216,7 +222,28 @@ async function writeBootstrapSecrets(
   tenant: TenantRecord,
   namespace: string,
 ): Promise<void> {
+  const written = await putBootstrapSecrets(deps, tenant, namespace);
+  await deps.db.withTenant(tenant.id, (tx) =>
+    recordStep(tx, tenant.id, 'bootstrap_secrets_written', ORCHESTRATOR_ACTOR, {
+      namespace,
+      ...written,
+    }),
+  );
+}
+
+/**
+ * Writes the tenant namespace's Secrets from the install-namespace bootstrap Secret and
+ * upserts their references; also how the reconciler refills a namespace it recreated.
+ */
+export async function putBootstrapSecrets(
+  deps: OrchestratorDeps,
+  tenant: TenantRecord,
+  namespace: string,
+): Promise<{ secrets: string[]; adapter_token_expires_at: string }> {
   const names = installSecretNames(tenant.id);
+  // A bootstrap Secret lost with its cluster (issue 18 item 8) is issued anew, with a fresh
+  // adapter credential: the namespace it fills is being built, so nothing holds the old ones.
+  await restoreBootstrapSecret(deps, tenant.id);
   const bundle = await deps.secrets.read(names.bootstrap);
   if (!bundle) {
     throw new StepFailure(
@@ -260,12 +287,11 @@ async function writeBootstrapSecrets(
     for (const [purpose, name] of refs) {
       await upsertSecretRef(tx, tenant.id, purpose, namespace, name);
     }
-    await recordStep(tx, tenant.id, 'bootstrap_secrets_written', ORCHESTRATOR_ACTOR, {
-      namespace,
-      secrets: refs.map(([, name]) => name),
-      adapter_token_expires_at: new Date(minted.claims.exp * 1000).toISOString(),
-    });
   });
+  return {
+    secrets: refs.map(([, name]) => name),
+    adapter_token_expires_at: new Date(minted.claims.exp * 1000).toISOString(),
+  };
 }
 
 /** A re-run after a rollback writes the same names again: the reference gets a new version. */
@@ -399,7 +425,6 @@ async function installPackage(
   namespace: string,
 ): Promise<void> {
   const version = await installableVersion(deps);
-  const { chart, values } = await renderFor(deps, tenant, version);
   const existing = await deps.helm.status({ release: RELEASE_NAME, namespace });
   let revision = existing?.revision;
   if (existing && existing.status !== 'deployed') {
@@ -411,15 +436,7 @@ async function installPackage(
     });
   }
   if (existing?.status !== 'deployed') {
-    const release = await deps.helm.install({
-      release: RELEASE_NAME,
-      namespace,
-      chart: chart.path,
-      values,
-      timeoutMs: deps.timing.helmTimeoutMs,
-      wait: false,
-    });
-    revision = release.revision;
+    revision = await installRelease(deps, tenant, namespace, version);
   }
   await deps.db.withTenant(tenant.id, async (tx) => {
     await recordStep(tx, tenant.id, 'package_installed', ORCHESTRATOR_ACTOR, {
@@ -446,6 +463,25 @@ async function installPackage(
       after: { state: 'provisioning', chart_version: version },
     });
   });
+}
+
+/** `helm install` (no wait) of `version` with the tenant's values; returns the revision. */
+export async function installRelease(
+  deps: OrchestratorDeps,
+  tenant: TenantRecord,
+  namespace: string,
+  version: string,
+): Promise<number> {
+  const { chart, values } = await renderFor(deps, tenant, version);
+  const release = await deps.helm.install({
+    release: RELEASE_NAME,
+    namespace,
+    chart: chart.path,
+    values,
+    timeoutMs: deps.timing.helmTimeoutMs,
+    wait: false,
+  });
+  return release.revision;
 }
 
 async function removeOwnedNamespace(
@@ -501,6 +537,12 @@ async function awaitReadiness(
   const done = await deps.db.withTenant(tenant.id, (tx) => completedSteps(tx, tenant.id));
   const deadline = tenant.state_changed_at.getTime() + deps.timing.readinessTimeoutMs;
   if (done.has('package_ready')) {
+    // A heartbeat that found the tenant locked (this orchestrator recording readiness) was
+    // noted instead of activating: complete it here.
+    const activated = await deps.db.withTenant(tenant.id, (tx) =>
+      activateFromNotedHeartbeat(tx, tenant),
+    );
+    if (activated) return;
     // §3.1 row 3 needs the heartbeat within the same timeout: a package that is Ready but
     // whose adapter never reports is not a working tenant.
     if (deps.now().getTime() >= deadline) {
@@ -561,38 +603,47 @@ async function markReady(
       workloads: report.workloads.length,
       volumes: report.pvcs.length,
     });
-    const { rows } = await tx.query<{ details: { adapter_version?: string }; occurred_at: Date }>(
-      `SELECT details, occurred_at FROM tenant_lifecycle_events
-        WHERE tenant_id = $1 AND step = 'heartbeat_before_ready' AND occurred_at >= $2
-        ORDER BY id DESC LIMIT 1`,
-      [tenant.id, tenant.state_changed_at],
-    );
-    const beat = rows[0];
-    if (!beat) return;
-    const moved = await tryTransition(tx, {
-      tenantId: tenant.id,
-      trigger: 'adapter_heartbeat',
-      actor: 'adapter',
-      details: {
-        adapter_version: beat.details.adapter_version,
-        heartbeat_at: beat.occurred_at.toISOString(),
-        completed_by: 'package_ready',
-      },
-    });
-    if (moved) {
-      await writeAudit(tx, {
-        tenantId: tenant.id,
-        actorPrincipal: 'System',
-        actorId: ORCHESTRATOR_ACTOR,
-        action: 'tenant.activate',
-        resourceType: 'tenant',
-        resourceId: tenant.id,
-        before: { state: 'provisioning' },
-        after: { state: 'active' },
-        details: { adapter_version: beat.details.adapter_version },
-      });
-    }
+    await activateFromNotedHeartbeat(tx, tenant);
   });
+}
+
+/**
+ * Spec §3.1 row 3 with the heartbeat first: the adapter was heard from during this
+ * provisioning attempt (`heartbeat_before_ready`), so recording readiness activates the tenant.
+ * The caller holds the tenant's lock and has recorded `package_ready`.
+ */
+async function activateFromNotedHeartbeat(tx: Transaction, tenant: TenantRecord): Promise<boolean> {
+  const { rows } = await tx.query<{ details: { adapter_version?: string }; occurred_at: Date }>(
+    `SELECT details, occurred_at FROM tenant_lifecycle_events
+      WHERE tenant_id = $1 AND step = 'heartbeat_before_ready' AND occurred_at >= $2
+      ORDER BY id DESC LIMIT 1`,
+    [tenant.id, tenant.state_changed_at],
+  );
+  const beat = rows[0];
+  if (!beat) return false;
+  const moved = await tryTransition(tx, {
+    tenantId: tenant.id,
+    trigger: 'adapter_heartbeat',
+    actor: 'adapter',
+    details: {
+      adapter_version: beat.details.adapter_version,
+      heartbeat_at: beat.occurred_at.toISOString(),
+      completed_by: 'package_ready',
+    },
+  });
+  if (!moved) return false;
+  await writeAudit(tx, {
+    tenantId: tenant.id,
+    actorPrincipal: 'System',
+    actorId: ORCHESTRATOR_ACTOR,
+    action: 'tenant.activate',
+    resourceType: 'tenant',
+    resourceId: tenant.id,
+    before: { state: 'provisioning' },
+    after: { state: 'active' },
+    details: { adapter_version: beat.details.adapter_version },
+  });
+  return true;
 }
 
 /**

@@ -2,8 +2,9 @@ import { Compile } from 'typebox/compile';
 import type { TenantConfig } from '../../contracts/tenant-config.ts';
 import { TenantValues } from '../../contracts/tenant-values.ts';
 import { ADAPTER_BOOTSTRAP_SECRET } from '../adapter/index.ts';
+import { parseQuantity } from './quantity.ts';
 
-/** The configuration as the database keeps it (tenants/create.ts withoutSecrets). */
+/** The configuration as the database keeps it (tenants/config-secrets.ts withoutSecrets). */
 export type StoredConfig = Omit<TenantConfig, 'llm' | 'integrations'> & {
   llm?: { provider: string; base_url: string; model: string; has_api_key: boolean };
   integrations?: { external_analyzer_url?: string };
@@ -182,72 +183,108 @@ export function renderTenantValues(input: RenderInput): TenantValues {
       problems,
     );
   }
-  assertFitsQuota(values);
+  assertResources(values);
   return values;
 }
 
-const CPU = /^([0-9]+(?:\.[0-9]+)?)(m?)$/;
-const MEMORY = /^([0-9]+(?:\.[0-9]+)?)(k|M|G|T|Ki|Mi|Gi|Ti)?$/;
-const MEMORY_UNITS: Record<string, number> = {
-  '': 1,
-  k: 1e3,
-  M: 1e6,
-  G: 1e9,
-  T: 1e12,
-  Ki: 1024,
-  Mi: 1024 ** 2,
-  Gi: 1024 ** 3,
-  Ti: 1024 ** 4,
-};
-
-/** Kubernetes quantities as numbers: CPU in millicores, memory in bytes. */
-export function cpuMillis(q: string): number {
-  const m = CPU.exec(q);
-  if (!m) throw new RangeError(`not a CPU quantity: ${q}`);
-  return Number(m[1]) * (m[2] === 'm' ? 1 : 1000);
-}
-export function memoryBytes(q: string): number {
-  const m = MEMORY.exec(q);
-  if (!m) throw new RangeError(`not a memory quantity: ${q}`);
-  return Number(m[1]) * (MEMORY_UNITS[m[2] ?? ''] ?? Number.NaN);
-}
-
 /** Every resource block the package runs, as rendered (dashboard and analysis when enabled). */
-function podResources(values: TenantValues) {
+function podResources(values: TenantValues): Array<[string, TenantValues['adapter']['resources']]> {
   const { monitor, cases, analysis } = values.components;
   return [
-    monitor.manager.resources,
-    monitor.indexer.resources,
-    ...(monitor.dashboard.enabled ? [monitor.dashboard.resources] : []),
-    cases.resources,
-    cases.store.resources,
-    ...(values.analysis.enabled ? [analysis.resources, analysis.search.resources] : []),
-    values.adapter.resources,
-  ];
+    ['/components/monitor/manager/resources', monitor.manager.resources],
+    ['/components/monitor/indexer/resources', monitor.indexer.resources],
+    ...(monitor.dashboard.enabled
+      ? [['/components/monitor/dashboard/resources', monitor.dashboard.resources] as const]
+      : []),
+    ['/components/cases/resources', cases.resources],
+    ['/components/cases/store/resources', cases.store.resources],
+    ...(values.analysis.enabled
+      ? [
+          ['/components/analysis/resources', analysis.resources] as const,
+          ['/components/analysis/search/resources', analysis.search.resources] as const,
+        ]
+      : []),
+    ['/adapter/resources', values.adapter.resources],
+  ] as Array<[string, TenantValues['adapter']['resources']]>;
+}
+
+type Problem = { path: string; message: string };
+
+/**
+ * Each container's requests and limits parse exactly, every limit is above zero (a zero memory
+ * limit kills the container, a zero CPU limit throttles it to nothing) and no request exceeds
+ * its limit (the API server would refuse the Pods, the Deployment would never become Ready).
+ * Returns the parsed blocks for the quota sum.
+ */
+function checkResources(values: TenantValues, problems: Problem[]) {
+  const parsed: Array<Record<'requests' | 'limits', Record<'cpu' | 'memory', bigint>>> = [];
+  for (const [path, r] of podResources(values)) {
+    const read = (side: 'requests' | 'limits', key: 'cpu' | 'memory'): bigint | undefined => {
+      try {
+        return parseQuantity(key, r[side][key]);
+      } catch (error) {
+        problems.push({ path: `${path}/${side}/${key}`, message: (error as Error).message });
+        return undefined;
+      }
+    };
+    const block = { requests: { cpu: 0n, memory: 0n }, limits: { cpu: 0n, memory: 0n } };
+    let complete = true;
+    for (const key of ['cpu', 'memory'] as const) {
+      const request = read('requests', key);
+      const limit = read('limits', key);
+      if (request === undefined || limit === undefined) {
+        complete = false;
+        continue;
+      }
+      if (limit === 0n) {
+        problems.push({ path: `${path}/limits/${key}`, message: 'a limit must be above zero' });
+      } else if (request > limit) {
+        problems.push({
+          path: `${path}/requests/${key}`,
+          message: `request ${r.requests[key]} exceeds its limit ${r.limits[key]}`,
+        });
+      }
+      block.requests[key] = request;
+      block.limits[key] = limit;
+    }
+    if (complete) parsed.push(block);
+  }
+  return parsed;
 }
 
 /**
  * A package that cannot fit its own ResourceQuota would install and never become Ready; refusing
- * it here turns a 15-minute timeout into an immediate, explained failure.
+ * it here turns a 15-minute timeout into an immediate, explained failure. Sums are exact.
  */
-function assertFitsQuota(values: TenantValues): void {
-  const pods = podResources(values);
-  const sum = (pick: (r: (typeof pods)[number]) => number) => pods.reduce((a, r) => a + pick(r), 0);
+function assertResources(values: TenantValues): void {
+  const problems: Problem[] = [];
+  const blocks = checkResources(values, problems);
   const q = values.resourceQuota;
-  const checks = [
-    ['requests.cpu', sum((r) => cpuMillis(r.requests.cpu)), cpuMillis(q.requests.cpu)],
-    ['limits.cpu', sum((r) => cpuMillis(r.limits.cpu)), cpuMillis(q.limits.cpu)],
-    ['requests.memory', sum((r) => memoryBytes(r.requests.memory)), memoryBytes(q.requests.memory)],
-    ['limits.memory', sum((r) => memoryBytes(r.limits.memory)), memoryBytes(q.limits.memory)],
-  ] as const;
-  const problems = checks
-    .filter(([, used, allowed]) => used > allowed)
-    .map(([key, used, allowed]) => ({
-      path: `/resourceQuota/${key.replace('.', '/')}`,
-      message: `components need ${used} but the quota allows ${allowed}`,
-    }));
-  if (pods.length > q.pods)
-    problems.push({ path: '/resourceQuota/pods', message: `${pods.length} pods exceed ${q.pods}` });
+  for (const side of ['requests', 'limits'] as const) {
+    for (const key of ['cpu', 'memory'] as const) {
+      const path = `/resourceQuota/${side}/${key}`;
+      let allowed: bigint;
+      try {
+        allowed = parseQuantity(key, q[side][key]);
+      } catch (error) {
+        problems.push({ path, message: (error as Error).message });
+        continue;
+      }
+      const used = blocks.reduce((sum, b) => sum + b[side][key], 0n);
+      if (used > allowed) {
+        problems.push({
+          path,
+          message: `the components' ${side}.${key} add up to ${used}${key === 'cpu' ? 'm' : ' bytes'} but the tenant quota allows ${q[side][key]}`,
+        });
+      }
+    }
+  }
+  const pods = podResources(values).length;
+  if (pods > q.pods)
+    problems.push({ path: '/resourceQuota/pods', message: `${pods} pods exceed ${q.pods}` });
   if (problems.length > 0)
-    throw new RenderError(`components exceed the tenant quota: ${problems[0]?.message}`, problems);
+    throw new RenderError(
+      `tenant values invalid: ${problems[0]?.path} ${problems[0]?.message}`,
+      problems,
+    );
 }

@@ -14,6 +14,7 @@ import { BUNDLED_CHARTS_DIR, loadChartCatalog } from './catalog.ts';
 import { DEFAULT_TIMING, type OrchestratorDeps } from './context.ts';
 import { ensureInstall } from './install.ts';
 import { createOrchestrator, createTenantLocks, type Orchestrator } from './orchestrator.ts';
+import { valuesPreview } from './values-preview.ts';
 
 /** svc's own version: the `system_version` side of the compatibility matrix (spec §2.10). */
 export const SYSTEM_VERSION: string = JSON.parse(
@@ -81,6 +82,7 @@ export async function startTenancy(input: {
       decommissionGraceMs: o.decommissionGraceMs,
       retentionMs: o.retentionMs,
       helmTimeoutMs: o.helmTimeoutMs,
+      reconcileMs: o.reconcileMs,
     },
     logger: input.logger,
     now: input.now,
@@ -97,6 +99,7 @@ export async function startTenancy(input: {
       edgePortBase: o.edgePortBase,
       decommissionGraceMs: o.decommissionGraceMs,
       catalog,
+      previewValues: valuesPreview(deps),
     },
     async stop() {
       await orchestrator.stop();

@@ -53,15 +53,20 @@ export async function advanceUpgrade(
   await deps.db.withTenant(tenant.id, async (tx) => {
     const from = tenant.chart_version;
     if (outcome.ok) {
+      // Compare-and-set on what this run started from: the chart version is only written for
+      // the upgrade still asked for on a tenant still active.
       await tx.query(
-        'UPDATE tenants SET chart_version = $2, upgrade_target = NULL, updated_at = now() WHERE id = $1',
+        `UPDATE tenants SET chart_version = $2, upgrade_target = NULL, updated_at = now()
+          WHERE id = $1 AND state = 'active' AND upgrade_target = $2`,
         [tenant.id, target],
       );
       await recordStep(tx, tenant.id, 'upgraded', ORCHESTRATOR_ACTOR, { from, to: target });
     } else {
-      await tx.query('UPDATE tenants SET upgrade_target = NULL, updated_at = now() WHERE id = $1', [
-        tenant.id,
-      ]);
+      await tx.query(
+        `UPDATE tenants SET upgrade_target = NULL, updated_at = now()
+          WHERE id = $1 AND upgrade_target = $2`,
+        [tenant.id, target],
+      );
       await recordStep(tx, tenant.id, 'upgrade_failed', ORCHESTRATOR_ACTOR, {
         from,
         to: target,

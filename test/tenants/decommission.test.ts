@@ -53,6 +53,8 @@ test('§3.1 decommission: grace period, then uninstall, namespace and Secrets re
   const res = await o.admin.mssp.decommission({ params: { tenant_id: id } });
   assert.equal(res.status, 200);
   assert.equal(res.status === 200 && res.body.tenant.state, 'decommissioning');
+  const twice = await o.admin.mssp.decommission({ params: { tenant_id: id } });
+  assert.deepEqual([twice.status, problemCode(twice)], [409, 'invalid_state']);
   // Within the grace period nothing is removed.
   await sleep(1_500);
   assert.equal((await tenantRow(o, id))?.state, 'decommissioning');
@@ -113,11 +115,9 @@ test('§9.5 purge covers every table that holds tenant rows', async () => {
   for (const { table_name } of rows) assert.ok(purged.has(table_name), `${table_name} not purged`);
 });
 
-test('§3.1 illegal transitions answer 409 invalid_state: decommissioning a pending or already decommissioning tenant', async () => {
+test('§3.1 illegal transitions answer 409 invalid_state: upgrading a tenant that is not active (decommissioning twice: above)', async () => {
   const slug = uniqueSlug('early');
   const id = await createTenantVia(o, tenantConfig(slug));
-  const res = await o.admin.mssp.decommission({ params: { tenant_id: id } });
-  assert.deepEqual([res.status, problemCode(res)], [409, 'invalid_state']);
   const upgrade = await o.admin.mssp.upgrade({
     params: { tenant_id: id },
     body: { tenant_chart_version: '0.1.0' },
@@ -125,6 +125,11 @@ test('§3.1 illegal transitions answer 409 invalid_state: decommissioning a pend
   assert.deepEqual([upgrade.status, problemCode(upgrade)], [409, 'invalid_state']);
   const row = await tenantRow(o, id);
   assert.notEqual(row?.state, 'decommissioning');
+  const { rows } = await o.db.pools.mssp.query(
+    `SELECT 1 FROM tenant_lifecycle_events WHERE tenant_id = $1 AND step = 'upgrade_requested'`,
+    [id],
+  );
+  assert.equal(rows.length, 0, 'nothing recorded');
 });
 
 async function waitFor<T>(check: () => Promise<T | undefined>, timeoutMs = 120_000): Promise<T> {

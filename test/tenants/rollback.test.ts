@@ -1,15 +1,11 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  AdmissionregistrationV1Api,
-  ApiException,
-  AppsV1Api,
-  type V1Deployment,
-} from '@kubernetes/client-node';
+import { ApiException } from '@kubernetes/client-node';
 import { installSecretNames } from '../../src/tenants/create.ts';
 import { RELEASE_NAME } from '../../src/tenants/provision.ts';
 import { problemCode } from '../support/api.ts';
+import { denyDeployments as injectDenial } from './inject.ts';
 import {
   adapterHeartbeat,
   createTenantVia,
@@ -44,82 +40,7 @@ async function gone(read: () => Promise<unknown>): Promise<boolean> {
   }
 }
 
-const probeDeployment = (namespace: string): V1Deployment => ({
-  metadata: { name: 'probe', namespace },
-  spec: {
-    selector: { matchLabels: { app: 'probe' } },
-    template: {
-      metadata: { labels: { app: 'probe' } },
-      spec: { containers: [{ name: 'c', image: 'registry.test/probe:1' }] },
-    },
-  },
-});
-
-/**
- * The injected failure: the real API server refuses every Deployment in `tenant-<slug>` (and in
- * a probe namespace used to see when the policy is in force), so `helm install` fails half-way.
- */
-async function denyDeployments(slug: string) {
-  const admission = o.cluster.kubeConfig.makeApiClient(AdmissionregistrationV1Api);
-  const apps = o.cluster.kubeConfig.makeApiClient(AppsV1Api);
-  const name = `test-deny-${slug}`;
-  const probe = `probe-${slug}`;
-  await o.core.createNamespace({ body: { metadata: { name: probe } } });
-  await admission.createValidatingAdmissionPolicy({
-    body: {
-      metadata: { name },
-      spec: {
-        failurePolicy: 'Fail',
-        matchConstraints: {
-          resourceRules: [
-            {
-              apiGroups: ['apps'],
-              apiVersions: ['v1'],
-              operations: ['CREATE'],
-              resources: ['deployments'],
-            },
-          ],
-          namespaceSelector: {
-            matchExpressions: [
-              {
-                key: 'kubernetes.io/metadata.name',
-                operator: 'In',
-                values: [`tenant-${slug}`, probe],
-              },
-            ],
-          },
-        },
-        validations: [{ expression: 'false', message: 'injected failure: no Deployments here' }],
-      },
-    },
-  });
-  await admission.createValidatingAdmissionPolicyBinding({
-    body: { metadata: { name }, spec: { policyName: name, validationActions: ['Deny'] } },
-  });
-  const denied = async () =>
-    apps
-      .createNamespacedDeployment({ namespace: probe, body: probeDeployment(probe), dryRun: 'All' })
-      .then(
-        () => false,
-        // A policy denial reads "… is forbidden: ValidatingAdmissionPolicy …" (HTTP 422 here).
-        (error) => error instanceof ApiException && /injected failure/.test(String(error.body)),
-      );
-  for (let i = 0; !(await denied()); i++) {
-    if (i > 200) throw new Error('the injected policy never took effect');
-    await sleep(100);
-  }
-  return {
-    async lift() {
-      await admission.deleteValidatingAdmissionPolicyBinding({ name });
-      await admission.deleteValidatingAdmissionPolicy({ name });
-      for (let i = 0; await denied(); i++) {
-        if (i > 200) throw new Error('the injected policy never went away');
-        await sleep(100);
-      }
-      await o.core.deleteNamespace({ name: probe });
-    },
-  };
-}
+const denyDeployments = (slug: string) => injectDenial(o, slug);
 
 test('§3.1 a failed package install rolls back (uninstall, namespace deleted), keeps the error, stays pending; retry resumes and succeeds', {
   timeout: 400_000,

@@ -25,6 +25,7 @@ import {
   type Orchestrator,
 } from '../../src/tenants/orchestrator.ts';
 import { SYSTEM_VERSION } from '../../src/tenants/runtime.ts';
+import { valuesPreview } from '../../src/tenants/values-preview.ts';
 import { createTestNamespace } from '../../testcluster/harness.ts';
 import { seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { getTestCluster, type TestCluster } from '../support/cluster.ts';
@@ -111,6 +112,7 @@ export async function startOrchestration(
       edgePortBase: DEFAULT_EDGE_PORT_BASE,
       decommissionGraceMs: timing.decommissionGraceMs,
       catalog,
+      previewValues: (input) => valuesPreview(deps)(input),
     },
   });
   const system = createSystemGate(db.target);

@@ -4501,6 +4501,12 @@ declare module 'zapatos/schema' {
       */
       revoked_at: Date | null;
       /**
+      * **sessions.secret_hash**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      secret_hash: string;
+      /**
       * **sessions.tenant_context**
       * - `uuid` in database
       * - Nullable, no default
@@ -4562,6 +4568,12 @@ declare module 'zapatos/schema' {
       * - Nullable, no default
       */
       revoked_at: db.TimestampTzString | null;
+      /**
+      * **sessions.secret_hash**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      secret_hash: string;
       /**
       * **sessions.tenant_context**
       * - `uuid` in database
@@ -4625,6 +4637,12 @@ declare module 'zapatos/schema' {
       */
       revoked_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
       /**
+      * **sessions.secret_hash**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      secret_hash?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
       * **sessions.tenant_context**
       * - `uuid` in database
       * - Nullable, no default
@@ -4686,6 +4704,12 @@ declare module 'zapatos/schema' {
       * - Nullable, no default
       */
       revoked_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **sessions.secret_hash**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      secret_hash: string | db.Parameter<string> | db.SQLFragment;
       /**
       * **sessions.tenant_context**
       * - `uuid` in database
@@ -4749,6 +4773,12 @@ declare module 'zapatos/schema' {
       */
       revoked_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment>;
       /**
+      * **sessions.secret_hash**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      secret_hash?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
       * **sessions.tenant_context**
       * - `uuid` in database
       * - Nullable, no default
@@ -4767,7 +4797,7 @@ declare module 'zapatos/schema' {
       */
       user_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
     }
-    export type UniqueIndex = 'sessions_pkey';
+    export type UniqueIndex = 'sessions_pkey' | 'sessions_secret_hash_key';
     export type Column = keyof Selectable;
     export type OnlyCols<T extends readonly Column[]> = Pick<Selectable, T[number]>;
     export type SQLExpression = Table | db.ColumnNames<Updatable | (keyof Updatable)[]> | db.ColumnValues<Updatable> | Whereable | Column | db.ParentColumn | db.GenericSQLExpression;
@@ -5374,6 +5404,12 @@ declare module 'zapatos/schema' {
       */
       created_at: Date;
       /**
+      * **tenants.decommission_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      decommission_at: Date | null;
+      /**
       * **tenants.deleted_at**
       * - `timestamptz` in database
       * - Nullable, no default
@@ -5385,6 +5421,12 @@ declare module 'zapatos/schema' {
       * - `NOT NULL`, no default
       */
       display_name: string;
+      /**
+      * **tenants.drift**
+      * - `jsonb` in database
+      * - Nullable, no default
+      */
+      drift: db.JSONValue | null;
       /**
       * **tenants.edge_port_pair**
       * - `int4` in database
@@ -5454,6 +5496,12 @@ declare module 'zapatos/schema' {
       */
       created_at: db.TimestampTzString;
       /**
+      * **tenants.decommission_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      decommission_at: db.TimestampTzString | null;
+      /**
       * **tenants.deleted_at**
       * - `timestamptz` in database
       * - Nullable, no default
@@ -5465,6 +5513,12 @@ declare module 'zapatos/schema' {
       * - `NOT NULL`, no default
       */
       display_name: string;
+      /**
+      * **tenants.drift**
+      * - `jsonb` in database
+      * - Nullable, no default
+      */
+      drift: db.JSONValue | null;
       /**
       * **tenants.edge_port_pair**
       * - `int4` in database
@@ -5534,6 +5588,12 @@ declare module 'zapatos/schema' {
       */
       created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
       /**
+      * **tenants.decommission_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      decommission_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
       * **tenants.deleted_at**
       * - `timestamptz` in database
       * - Nullable, no default
@@ -5545,6 +5605,12 @@ declare module 'zapatos/schema' {
       * - `NOT NULL`, no default
       */
       display_name?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenants.drift**
+      * - `jsonb` in database
+      * - Nullable, no default
+      */
+      drift?: db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment | db.ParentColumn>;
       /**
       * **tenants.edge_port_pair**
       * - `int4` in database
@@ -5614,6 +5680,12 @@ declare module 'zapatos/schema' {
       */
       created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment;
       /**
+      * **tenants.decommission_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      decommission_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment;
+      /**
       * **tenants.deleted_at**
       * - `timestamptz` in database
       * - Nullable, no default
@@ -5625,6 +5697,12 @@ declare module 'zapatos/schema' {
       * - `NOT NULL`, no default
       */
       display_name: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **tenants.drift**
+      * - `jsonb` in database
+      * - Nullable, no default
+      */
+      drift?: db.JSONValue | db.Parameter<db.JSONValue> | null | db.DefaultType | db.SQLFragment;
       /**
       * **tenants.edge_port_pair**
       * - `int4` in database
@@ -5694,6 +5772,12 @@ declare module 'zapatos/schema' {
       */
       created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment>;
       /**
+      * **tenants.decommission_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      decommission_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment>;
+      /**
       * **tenants.deleted_at**
       * - `timestamptz` in database
       * - Nullable, no default
@@ -5705,6 +5789,12 @@ declare module 'zapatos/schema' {
       * - `NOT NULL`, no default
       */
       display_name?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **tenants.drift**
+      * - `jsonb` in database
+      * - Nullable, no default
+      */
+      drift?: db.JSONValue | db.Parameter<db.JSONValue> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, db.JSONValue | db.Parameter<db.JSONValue> | null | db.DefaultType | db.SQLFragment>;
       /**
       * **tenants.edge_port_pair**
       * - `int4` in database
@@ -5793,6 +5883,12 @@ declare module 'zapatos/schema' {
       */
       email: string;
       /**
+      * **users.email_skeleton**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      email_skeleton: string | null;
+      /**
       * **users.id**
       * - `uuid` in database
       * - `NOT NULL`, default: `gen_random_uuid()`
@@ -5842,6 +5938,12 @@ declare module 'zapatos/schema' {
       * - `NOT NULL`, no default
       */
       email: string;
+      /**
+      * **users.email_skeleton**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      email_skeleton: string | null;
       /**
       * **users.id**
       * - `uuid` in database
@@ -5893,6 +5995,12 @@ declare module 'zapatos/schema' {
       */
       email?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
       /**
+      * **users.email_skeleton**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      email_skeleton?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
       * **users.id**
       * - `uuid` in database
       * - `NOT NULL`, default: `gen_random_uuid()`
@@ -5942,6 +6050,12 @@ declare module 'zapatos/schema' {
       * - `NOT NULL`, no default
       */
       email: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **users.email_skeleton**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      email_skeleton?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment;
       /**
       * **users.id**
       * - `uuid` in database
@@ -5993,6 +6107,12 @@ declare module 'zapatos/schema' {
       */
       email?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
       /**
+      * **users.email_skeleton**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      email_skeleton?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment>;
+      /**
       * **users.id**
       * - `uuid` in database
       * - `NOT NULL`, default: `gen_random_uuid()`
@@ -6017,7 +6137,7 @@ declare module 'zapatos/schema' {
       */
       updated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment>;
     }
-    export type UniqueIndex = 'users_email_key' | 'users_pkey' | 'users_tenant_id_id_key';
+    export type UniqueIndex = 'users_email_key' | 'users_email_skeleton_key' | 'users_pkey' | 'users_tenant_id_id_key';
     export type Column = keyof Selectable;
     export type OnlyCols<T extends readonly Column[]> = Pick<Selectable, T[number]>;
     export type SQLExpression = Table | db.ColumnNames<Updatable | (keyof Updatable)[]> | db.ColumnValues<Updatable> | Whereable | Column | db.ParentColumn | db.GenericSQLExpression;

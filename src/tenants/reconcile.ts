@@ -1,0 +1,241 @@
+import { ApiException, CoreV1Api } from '@kubernetes/client-node';
+import type { Transaction } from '../db/tenant-context.ts';
+import { ORCHESTRATOR_ACTOR, type OrchestratorDeps } from './context.ts';
+import {
+  bindServiceIdentity,
+  installRelease,
+  loadTenant,
+  putBootstrapSecrets,
+  RELEASE_NAME,
+  type TenantRecord,
+} from './provision.ts';
+import { namespaceLabels, namespaceOf } from './render.ts';
+import { completedSteps } from './steps.ts';
+
+/**
+ * What the cluster holds under a tenant's namespace name: nothing, svc's namespace for this
+ * tenant (svc's labels with this tenant's id and this install's ids), one being deleted, or
+ * someone else's (never touched: not adopted, not deleted, no helm call inside it).
+ */
+export type NamespaceOwnership = 'absent' | 'ours' | 'terminating' | 'foreign';
+
+export async function inspectNamespace(
+  deps: OrchestratorDeps,
+  tenant: Pick<TenantRecord, 'id' | 'slug'>,
+): Promise<NamespaceOwnership> {
+  const core = deps.kubeConfig.makeApiClient(CoreV1Api);
+  let labels: Record<string, string>;
+  let terminating: boolean;
+  try {
+    const ns = await core.readNamespace({ name: namespaceOf(tenant.slug) });
+    labels = ns.metadata?.labels ?? {};
+    terminating = ns.metadata?.deletionTimestamp !== undefined;
+  } catch (error) {
+    if (error instanceof ApiException && error.code === 404) return 'absent';
+    throw error;
+  }
+  const expected = { 'managed-by': 'svc', ...namespaceLabels(tenant.id, deps.install) };
+  if (!Object.entries(expected).every(([k, v]) => labels[k] === v)) return 'foreign';
+  return terminating ? 'terminating' : 'ours';
+}
+
+/** One difference between svc's record and the cluster, and what the reconciler did about it. */
+export interface DriftFinding {
+  object: 'namespace' | 'release' | 'install_secret';
+  name: string;
+  problem: 'missing' | 'foreign' | 'terminating' | 'not_deployed';
+  /** `none` when svc may not or cannot repair it (the reason is in `detail`). */
+  repair: 'recreated' | 'reinstalled' | 'none' | 'failed';
+  detail?: string;
+}
+
+export interface Drift {
+  detected_at: string;
+  findings: DriftFinding[];
+}
+
+/**
+ * Issue 18 item 7: compares one tenant's expected objects with the cluster, repairs what is
+ * safe, and records the outcome. The caller holds the tenant's lock.
+ *
+ * Checked: for an `active` tenant the namespace (and svc's labels on it), the release and the
+ * install-namespace Secrets svc's record lists; for a failed `pending` tenant only those
+ * Secrets (a retry needs them). Provisioning and decommissioning tenants belong to their flows.
+ * Repaired, for an active tenant only: a missing namespace svc's record says svc created is
+ * recreated (labels, svc's RoleBinding, the namespace Secrets), a missing release re-installed
+ * at the tenant's chart version. Never repaired: a namespace without svc's labels (someone
+ * else's; reported, not adopted), a release helm reports in another state, a lost install
+ * Secret (its credentials exist nowhere else).
+ */
+export async function reconcileTenant(
+  deps: OrchestratorDeps,
+  tenantId: string,
+): Promise<Drift | null> {
+  const tenant = await deps.db.withoutTenant((tx) => loadTenant(tx, tenantId));
+  if (!tenant) return null;
+  const failedPending = tenant.state === 'pending' && tenant.error_details !== null;
+  if (tenant.state !== 'active' && !failedPending) return null;
+  const { refs, createdNamespace } = await deps.db.withTenant(tenant.id, async (tx) => ({
+    refs: await installSecretRefs(tx, tenant.id, deps.secrets.namespace),
+    createdNamespace: (await completedSteps(tx, tenant.id)).has('namespace_created'),
+  }));
+  const findings: DriftFinding[] = [];
+  for (const name of refs) {
+    if ((await deps.secrets.read(name)) === undefined) {
+      findings.push({
+        object: 'install_secret',
+        name: `${deps.secrets.namespace}/${name}`,
+        problem: 'missing',
+        repair: 'none',
+        detail: 'its credentials exist nowhere else',
+      });
+    }
+  }
+  if (tenant.state === 'active') {
+    findings.push(...(await checkPackage(deps, tenant, createdNamespace)));
+  }
+  return recordDrift(deps, tenant, findings);
+}
+
+async function installSecretRefs(
+  tx: Transaction,
+  tenantId: string,
+  installNamespace: string,
+): Promise<string[]> {
+  const { rows } = await tx.query<{ name: string }>(
+    'SELECT name FROM tenant_secrets WHERE tenant_id = $1 AND namespace = $2 ORDER BY name',
+    [tenantId, installNamespace],
+  );
+  return rows.map((r) => r.name);
+}
+
+async function checkPackage(
+  deps: OrchestratorDeps,
+  tenant: TenantRecord,
+  createdNamespace: boolean,
+): Promise<DriftFinding[]> {
+  const namespace = namespaceOf(tenant.slug);
+  const ownership = await inspectNamespace(deps, tenant);
+  if (ownership === 'foreign') {
+    return [
+      {
+        object: 'namespace',
+        name: namespace,
+        problem: 'foreign',
+        repair: 'none',
+        detail: "it does not carry svc's labels for this tenant; svc does not adopt it",
+      },
+    ];
+  }
+  if (ownership === 'terminating') {
+    return [{ object: 'namespace', name: namespace, problem: 'terminating', repair: 'none' }];
+  }
+  const findings: DriftFinding[] = [];
+  if (ownership === 'absent') {
+    const finding: DriftFinding = {
+      object: 'namespace',
+      name: namespace,
+      problem: 'missing',
+      repair: 'none',
+    };
+    findings.push(finding);
+    if (!createdNamespace) {
+      finding.detail = "svc's record does not say svc created it";
+      return findings;
+    }
+    try {
+      await deps.namespaces.ensure(namespace, namespaceLabels(tenant.id, deps.install));
+      await bindServiceIdentity(deps, namespace);
+      await putBootstrapSecrets(deps, tenant, namespace);
+      finding.repair = 'recreated';
+    } catch (error) {
+      finding.repair = 'failed';
+      finding.detail = message(error);
+      return findings;
+    }
+  }
+  const release = await deps.helm.status({ release: RELEASE_NAME, namespace });
+  if (release === undefined) {
+    const finding: DriftFinding = {
+      object: 'release',
+      name: `${namespace}/${RELEASE_NAME}`,
+      problem: 'missing',
+      repair: 'none',
+    };
+    findings.push(finding);
+    if (tenant.chart_version === null) {
+      finding.detail = 'no chart version recorded';
+      return findings;
+    }
+    try {
+      await bindServiceIdentity(deps, namespace);
+      await installRelease(deps, tenant, namespace, tenant.chart_version);
+      finding.repair = 'reinstalled';
+    } catch (error) {
+      finding.repair = 'failed';
+      finding.detail = message(error);
+    }
+  } else if (release.status !== 'deployed') {
+    findings.push({
+      object: 'release',
+      name: `${namespace}/${RELEASE_NAME}`,
+      problem: 'not_deployed',
+      repair: 'none',
+      detail: `helm reports ${release.status}`,
+    });
+  }
+  return findings;
+}
+
+function message(error: unknown): string {
+  return (error instanceof Error ? error.message : String(error)).slice(0, 500);
+}
+
+/** What makes two passes' findings the same drift (the detail text may vary). */
+function signature(findings: readonly DriftFinding[]): string {
+  return JSON.stringify(findings.map((f) => [f.object, f.name, f.problem, f.repair]));
+}
+
+/**
+ * Stores the finding on the tenant (`drift`, shown by the API) and writes a `drift` lifecycle
+ * event (→ the tenant's event stream) when it changed (new drift, different drift, the cluster
+ * matching again: `findings: []`) or when svc repaired something. An unchanged, unrepaired
+ * finding writes nothing, so a drift nobody fixes does not flood the stream.
+ */
+async function recordDrift(
+  deps: OrchestratorDeps,
+  tenant: TenantRecord,
+  findings: DriftFinding[],
+): Promise<Drift | null> {
+  return deps.db.withTenant(tenant.id, async (tx) => {
+    const { rows } = await tx.query<{ drift: Drift | null }>(
+      'SELECT drift FROM tenants WHERE id = $1 FOR UPDATE',
+      [tenant.id],
+    );
+    const stored = rows[0]?.drift ?? null;
+    const repaired = findings.some((f) => f.repair === 'recreated' || f.repair === 'reinstalled');
+    if (!repaired && signature(stored?.findings ?? []) === signature(findings)) return stored;
+    const drift =
+      findings.length === 0 ? null : { detected_at: deps.now().toISOString(), findings };
+    await tx.query('UPDATE tenants SET drift = $2, updated_at = now() WHERE id = $1', [
+      tenant.id,
+      drift === null ? null : JSON.stringify(drift),
+    ]);
+    deps.logger.warn(
+      { tenant_id: tenant.id, findings, previous: stored?.findings ?? [] },
+      findings.length === 0
+        ? 'tenant matches the cluster again'
+        : 'tenant drifted from the cluster',
+    );
+    await tx.query(
+      `INSERT INTO tenant_lifecycle_events (tenant_id, kind, details, actor)
+       VALUES ($1, 'drift', $2, $3)`,
+      [
+        tenant.id,
+        JSON.stringify({ state: tenant.state, findings, resolved: findings.length === 0 }),
+        ORCHESTRATOR_ACTOR,
+      ],
+    );
+    return drift;
+  });
+}

@@ -16,6 +16,13 @@ export interface Heartbeat {
   jti: string;
 }
 
+/**
+ * How long an activating heartbeat waits for the tenant's lock: an orchestrator pass over a
+ * Ready tenant is short, a rollback (helm uninstall) may outlast it; either way the heartbeat
+ * is then noted and the orchestrator completes the activation.
+ */
+const HEARTBEAT_LOCK_WAIT_MS = 2_000;
+
 export interface HeartbeatOutcome {
   tenantState: TenantState;
   activated: boolean;
@@ -39,9 +46,12 @@ export async function recordHeartbeat(
 ): Promise<HeartbeatOutcome | undefined> {
   const before = await currentState(tx, beat.tenantId);
   if (before === undefined) return undefined;
+  // Only a heartbeat that can activate waits for the lock, and only briefly: once the package
+  // is Ready the orchestrator holds the tenant for a pass, not for a readiness wait.
   const activated =
     before === 'provisioning' &&
-    (await lockTenant(tx, beat.tenantId)) &&
+    (await packageReady(tx, beat.tenantId)) &&
+    (await lockTenant(tx, beat.tenantId, HEARTBEAT_LOCK_WAIT_MS)) &&
     (await activateIfProvisioning(tx, beat));
   const tenantState = activated ? 'active' : await currentState(tx, beat.tenantId);
   if (tenantState === undefined) return undefined;
@@ -76,14 +86,7 @@ async function noteEarlyHeartbeat(tx: Transaction, beat: Heartbeat): Promise<voi
  * heartbeats racing each other move the tenant exactly once.
  */
 async function activateIfProvisioning(tx: Transaction, beat: Heartbeat): Promise<boolean> {
-  const { rows } = await tx.query<{ ready: boolean }>(
-    `SELECT EXISTS (
-       SELECT 1 FROM tenant_lifecycle_events e JOIN tenants t ON t.id = e.tenant_id
-        WHERE e.tenant_id = $1 AND e.kind = 'step' AND e.step = 'package_ready'
-          AND t.state = 'provisioning' AND e.occurred_at >= t.state_changed_at) AS ready`,
-    [beat.tenantId],
-  );
-  if (!rows[0]?.ready) return false;
+  if (!(await packageReady(tx, beat.tenantId))) return false;
   const moved = await tryTransition(tx, {
     tenantId: beat.tenantId,
     trigger: 'adapter_heartbeat',
@@ -91,6 +94,18 @@ async function activateIfProvisioning(tx: Transaction, beat: Heartbeat): Promise
     details: { adapter_version: beat.version },
   });
   return moved !== undefined;
+}
+
+/** Whether this provisioning attempt has recorded `package_ready` (the tenant still provisioning). */
+async function packageReady(tx: Transaction, tenantId: string): Promise<boolean> {
+  const { rows } = await tx.query<{ ready: boolean }>(
+    `SELECT EXISTS (
+       SELECT 1 FROM tenant_lifecycle_events e JOIN tenants t ON t.id = e.tenant_id
+        WHERE e.tenant_id = $1 AND e.kind = 'step' AND e.step = 'package_ready'
+          AND t.state = 'provisioning' AND e.occurred_at >= t.state_changed_at) AS ready`,
+    [tenantId],
+  );
+  return rows[0]?.ready === true;
 }
 
 async function currentState(tx: Transaction, tenantId: string): Promise<TenantState | undefined> {

@@ -165,6 +165,22 @@ test('issue 18 item 5 heartbeat while the orchestrator holds the tenant: noted, 
   assert.equal(rows[0]?.details.completed_by, 'package_ready');
 });
 
+test('issue 18 item 5 a heartbeat that meets a short orchestrator pass over a Ready tenant waits for it and activates', {
+  timeout: 400_000,
+}, async () => {
+  const { id, slug } = await readyTenant('race-pass');
+  // The orchestrator's pass right after recording readiness: the lock is held briefly.
+  const release = await holdTenantLock(own.locks, id);
+  const beat = adapterHeartbeat(o, slug);
+  await sleep(300);
+  await release();
+  const answer = await beat;
+  assert.deepEqual(
+    [answer.status, answer.body],
+    [200, { tenant_state: 'active', activated: true }],
+  );
+});
+
 test('issue 18 item 5 heartbeat vs decommission: a never-active tenant being removed is not resurrected by its adapter', {
   timeout: 400_000,
 }, async () => {

@@ -1,5 +1,3 @@
-import { ProblemError } from '../http/problem.ts';
-
 /** Socket-level failures: the server is gone, refuses, or the network between us is. */
 const SOCKET_CODES = new Set([
   'ECONNREFUSED',
@@ -30,7 +28,7 @@ const PG_CONNECTION_MESSAGES = [
 
 /** True when the error means the database could not be reached, not that the work was refused. */
 export function isDatabaseUnavailable(error: unknown): boolean {
-  if (!(error instanceof Error) || error instanceof ProblemError) return false;
+  if (!(error instanceof Error) || error instanceof DatabaseUnavailableError) return false;
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string' && (SOCKET_CODES.has(code) || isUnavailableSqlState(code)))
     return true;
@@ -41,20 +39,19 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 }
 
 /**
- * The HTTP edge's view of a lost database: 503 `database_unavailable` with Retry-After, so a
- * request cut by a restart (or started during one) is retryable instead of a 500. The original
- * error stays attached as `cause` for logs.
+ * A lost database, as the database layer reports it: the HTTP edge answers it with 503
+ * `database_unavailable` and Retry-After (src/http/app.ts), so a request cut by a restart (or
+ * started during one) is retryable instead of a 500. The driver's error is kept as `cause`.
  */
-export function databaseUnavailable(cause: unknown): ProblemError {
-  const error = new ProblemError(
-    503,
-    'database_unavailable',
-    'The database is unavailable. Try again shortly.',
-    {},
-    { 'Retry-After': '1' },
-  );
-  error.cause = cause;
-  return error;
+export class DatabaseUnavailableError extends Error {
+  override name = 'DatabaseUnavailableError';
+  readonly code = 'database_unavailable';
+}
+
+export function databaseUnavailable(cause: unknown): DatabaseUnavailableError {
+  return new DatabaseUnavailableError('The database is unavailable. Try again shortly.', {
+    cause,
+  });
 }
 
 /** Runs fn; a lost database surfaces as databaseUnavailable, every other error unchanged. */

@@ -9,6 +9,7 @@ import type { SecretStore } from '../cluster/secrets.ts';
 import type { AuthConfig, AuthMode } from '../config/index.ts';
 import type { AppDatabase } from '../db/pools.ts';
 import type { SystemGate } from '../db/system-gate.ts';
+import { DatabaseUnavailableError } from '../db/unavailable.ts';
 import type { EventHub } from '../events/index.ts';
 import type { Logger } from '../log/index.ts';
 import type { OutboundPolicy } from '../net/outbound-url.ts';
@@ -199,6 +200,11 @@ export function createApp(deps: AppDeps): Hono {
   allowed = allowedMethods(app, contract);
   app.notFound((c) => problem(c, 404, 'not_found', 'Not Found'));
   app.onError((error, c) => {
+    if (error instanceof DatabaseUnavailableError) {
+      deps.logger.warn({ err: error.cause }, 'database unavailable');
+      c.header('Retry-After', '1');
+      return problem(c, 503, error.code, error.message);
+    }
     if (error instanceof ProblemError) {
       for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
       return problem(c, error.status, error.code, error.title, error.extra);

@@ -34,8 +34,8 @@ export function problem(
 }
 
 /** Thrown anywhere in a handler; app.onError turns it into the problem response. */
-// Plain fields rather than parameter properties: the test runner's global setup loads this
-// module with Node's type stripping, which does not accept parameter properties.
+// Plain fields rather than parameter properties, so the module also loads under Node's own
+// type stripping (as everything the test runner's global setup imports must).
 export class ProblemError extends Error {
   override name = 'ProblemError';
   readonly status: ContentfulStatusCode;

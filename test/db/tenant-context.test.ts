@@ -82,7 +82,7 @@ test('a connection killed mid-transaction fails that call only; the process and 
     await tx.query('SELECT 1');
   });
   // The lost connection is the caller's 503 (docs/faults.md), not a raw driver error.
-  await assert.rejects(attempt, { status: 503, code: 'database_unavailable' });
+  await assert.rejects(attempt, { name: 'DatabaseUnavailableError', code: 'database_unavailable' });
   const { rows } = await db.app.withTenant(a, (tx) => tx.query<{ ok: number }>('SELECT 1 AS ok'));
   assert.deepEqual(rows, [{ ok: 1 }]);
 });

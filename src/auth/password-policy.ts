@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs';
 
 /**
  * What NIST SP 800-63B §5.1.1.2 asks of a chosen password beyond its length (the 12..1024 rule
- * is in passwords.ts): it must not be blank and must not be a commonly used one. Checked
- * wherever a person chooses a password (change, `svc auth set-password`, `create-admin`);
- * generated ones never need it.
+ * is in passwords.ts): it must not be blank, hold control characters or be a commonly used
+ * one. Checked wherever a person chooses a password (change, `svc auth set-password`,
+ * `create-admin`); generated ones never need it.
  *
  * The list is the `passwords-common` dictionary of @zxcvbn-ts/language-common 4.1.3 (MIT;
  * passwords ranked by frequency in public breach corpora), kept as a file so the server
@@ -23,12 +23,18 @@ const BLANK = /^[\p{White_Space}\p{Cc}\p{Default_Ignorable_Code_Point}]*$/u;
 /** Digits, punctuation, symbols and spaces around the word people pad to reach a minimum. */
 const PADDING = /^[^\p{L}]+|[^\p{L}]+$/gu;
 const MIN_WORD = 4;
+/**
+ * Tabs, newlines, escapes: nothing a person types into a password field, and a pasted or piped
+ * line break would make a password that cannot be typed again (issue 16 item 5).
+ */
+const CONTROL = /\p{Cc}/u;
 
-export type PasswordWeakness = 'whitespace_only' | 'common_password';
+export type PasswordWeakness = 'whitespace_only' | 'control_character' | 'common_password';
 
 /** Why a chosen password is refused, or undefined when it may be used. */
 export function passwordWeakness(password: string): PasswordWeakness | undefined {
   if (BLANK.test(password)) return 'whitespace_only';
+  if (CONTROL.test(password)) return 'control_character';
   const lower = password.toLowerCase();
   if (COMMON.has(lower)) return 'common_password';
   const word = lower.replace(PADDING, '');

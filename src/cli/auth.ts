@@ -1,7 +1,7 @@
 import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
 import { createPlatformAdmin, setPasswordAsOperator } from '../auth/operator.ts';
-import { passwordWeakness } from '../auth/password-policy.ts';
+import { type PasswordWeakness, passwordWeakness } from '../auth/password-policy.ts';
 import {
   createPasswordHasher,
   generatePassword,
@@ -10,8 +10,10 @@ import {
   passwordLength,
 } from '../auth/passwords.ts';
 import type { Config } from '../config/index.ts';
+import { migrate } from '../db/migrate.ts';
 import { createAppDatabase } from '../db/pools.ts';
 import { openDatabase } from '../db/runtime.ts';
+import { clientConfig } from '../db/target.ts';
 import type { Logger } from '../log/index.ts';
 
 /** Asks on the terminal without echoing what is typed. */
@@ -35,11 +37,27 @@ async function promptHidden(question: string): Promise<string> {
   }
 }
 
-async function readStdin(): Promise<string> {
-  let text = '';
-  for await (const chunk of process.stdin) text += chunk;
-  return text.replace(/\r?\n$/, '');
+/**
+ * Only the first line of piped stdin is the password: `printf 'pw\npw\n'` (typed twice, as the
+ * prompt asks) must not become a password with a newline in it (issue 16 item 5).
+ */
+async function readFirstLine(): Promise<string> {
+  const lines = createInterface({ input: process.stdin, crlfDelay: Number.POSITIVE_INFINITY });
+  try {
+    for await (const line of lines) return line;
+    return '';
+  } finally {
+    lines.close();
+    // The rest is never read; a writer that keeps going (`yes |`) must not hold svc open.
+    process.stdin.destroy();
+  }
 }
+
+const WEAKNESS: Record<PasswordWeakness, string> = {
+  whitespace_only: 'it is whitespace only',
+  common_password: 'it is a common password',
+  control_character: 'it contains a control character such as a tab',
+};
 
 /** The password from --generate, a double prompt on a TTY, or the first line of stdin. */
 async function obtainPassword(
@@ -52,7 +70,7 @@ async function obtainPassword(
     const again = await promptHidden('Repeat password: ');
     if (again !== password) throw new Error('the two passwords differ');
   } else {
-    password = await readStdin();
+    password = await readFirstLine();
   }
   const length = passwordLength(password);
   if (length < MIN_PASSWORD_LENGTH || length > MAX_PASSWORD_LENGTH) {
@@ -61,7 +79,7 @@ async function obtainPassword(
     );
   }
   const weakness = passwordWeakness(password);
-  if (weakness) throw new Error(`the password is too weak (${weakness}); choose another`);
+  if (weakness) throw new Error(`the password is refused: ${WEAKNESS[weakness]}; choose another`);
   return { password, generated: false };
 }
 
@@ -71,11 +89,17 @@ async function withAppDatabase<T>(
   fn: (db: ReturnType<typeof createAppDatabase>) => Promise<T>,
 ): Promise<T> {
   const runtime = await openDatabase(config, logger);
-  const db = createAppDatabase(runtime.target, 2);
   try {
-    return await fn(db);
+    // The embedded database is svc's own: migrate it as `svc serve` would, so an account can be
+    // made before the first start (issue 16 item 6). An external one is left to `svc migrate`.
+    if (runtime.embedded) await migrate(clientConfig(runtime.target, 'admin'));
+    const db = createAppDatabase(runtime.target, 2);
+    try {
+      return await fn(db);
+    } finally {
+      await db.close();
+    }
   } finally {
-    await db.close();
     await runtime.stop();
   }
 }

@@ -19,11 +19,9 @@ function configOrExit() {
   }
 }
 
-const program = new Command('svc')
-  .description(
-    'Multi-tenant security-operations control plane. Configuration comes from SVC_* environment variables (see README).',
-  )
-  .showHelpAfterError();
+const program = new Command('svc').description(
+  'Multi-tenant security-operations control plane. Configuration comes from SVC_* environment variables (see README).',
+);
 
 program
   .command('serve')
@@ -105,9 +103,57 @@ auth
 
 registerTenantCommands(program);
 
+/** `svc auth set-password`, as typed: the names from the program down to this command. */
+function fullName(command: Command): string {
+  return command.parent ? `${fullName(command.parent)} ${command.name()}` : command.name();
+}
+
+/**
+ * Every usage error (unknown command or option, missing or invalid argument) ends in exit 2
+ * and one line saying where the usage is, instead of the whole help page (issue 16 item 4).
+ * Set on every command: commander copies these settings only into commands created later.
+ */
+function strictUsage(command: Command): void {
+  command
+    .showHelpAfterError(`(run '${fullName(command)} --help' for usage)`)
+    .exitOverride((error) => process.exit(error.exitCode === 0 ? 0 : 2));
+  for (const sub of command.commands) strictUsage(sub);
+}
+strictUsage(program);
+
+/**
+ * The first word after a command group that names none of its commands. Commander shows the
+ * group's help for `svc <unknown> --help` (and exits 0) before it looks at the word, so the
+ * words are checked here first.
+ */
+function unknownCommand(args: readonly string[]): { group: Command; word: string } | undefined {
+  let group = program;
+  for (const word of args) {
+    if (word.startsWith('-') || group.commands.length === 0) return undefined;
+    if (word === 'help') continue;
+    const next = group.commands.find((c) => c.name() === word || c.aliases().includes(word));
+    if (!next) return { group, word };
+    group = next;
+  }
+  return undefined;
+}
+const unknown = unknownCommand(process.argv.slice(2));
+if (unknown)
+  unknown.group.error(`error: unknown command '${unknown.word}'`, {
+    code: 'commander.unknownCommand',
+    exitCode: 2,
+  });
+
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
+  // undefined_table: an external database nobody has migrated yet (issue 16 item 6).
+  if ((error as { code?: unknown }).code === '42P01') {
+    process.stderr.write(
+      `svc: ${(error as Error).message}: the database has no schema yet; run \`svc migrate\` first\n`,
+    );
+    process.exit(2);
+  }
   process.stderr.write(`svc: ${(error as Error).message}\n`);
   process.exit(1);
 }

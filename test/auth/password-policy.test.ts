@@ -42,6 +42,8 @@ test('issue 10 item 6 / NIST SP 800-63B §5.1.1.2: a whitespace-only or common n
     ['ISeeDeadPeople', 'common_password'], // case does not help
     ['Password1234!', 'common_password'], // a listed word padded to the minimum
     ['  iloveyou 2024 ', 'common_password'],
+    ['correct horse\tbattery', 'control_character'], // issue 16 item 5
+    ['correct horse battery\n', 'control_character'],
   ];
   for (const [next, reason] of cases) {
     const res = await user.call('POST', '/api/auth/password/change', {

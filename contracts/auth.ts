@@ -37,7 +37,12 @@ const PasswordField = Type.String({ minLength: 1, maxLength: 4096 });
 const NewPassword = Type.String({
   minLength: 12,
   maxLength: 1024,
-  description: '12 to 1,024 Unicode code points; no composition rules (spec §5.4)',
+  // No control characters (C0, DEL, C1): nothing a person types, and a piped line break would
+  // make a password that cannot be typed again. The one rule of the password policy
+  // (src/auth/password-policy.ts) a schema can state, so the document says it too.
+  pattern: '^[^\\u0000-\\u001F\\u007F-\\u009F]*$',
+  description:
+    '12 to 1,024 Unicode code points, no control characters; no composition rules (spec §5.4). Blank and commonly used passwords are refused with 400 password_too_weak',
 });
 
 export const LoginBody = Type.Object(

@@ -13,6 +13,7 @@ import {
   lifecycle,
   type Orchestration,
   startOrchestration,
+  svcProcessEnv,
   tenantConfig,
   tenantRow,
   uniqueSlug,
@@ -37,31 +38,13 @@ after(async () => {
 
 /** `svc orchestrator` as its own OS process, on this file's database, install and cluster. */
 function startOrchestratorProcess(): { stderr: () => string } {
-  const { credentials } = o.db.target;
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    SVC_DATA_DIR: dataDir,
-    SVC_LOG_LEVEL: 'warn',
-    SVC_DATABASE_HOST: o.db.target.host,
-    SVC_DATABASE_PORT: String(o.db.target.port),
-    SVC_DATABASE_NAME: o.db.target.database,
-    SVC_DATABASE_ADMIN_USER: credentials.admin.user,
-    SVC_DATABASE_ADMIN_PASSWORD: credentials.admin.password,
-    SVC_DATABASE_APP_USER: credentials.app.user,
-    SVC_DATABASE_APP_PASSWORD: credentials.app.password,
-    SVC_DATABASE_MSSP_USER: credentials.mssp.user,
-    SVC_DATABASE_MSSP_PASSWORD: credentials.mssp.password,
-    KUBECONFIG: o.cluster.kubeconfigPath,
-    SVC_INSTALL_NAMESPACE: o.installNamespace,
-    SVC_MSSP_ID: o.deps.install.msspId,
-    SVC_INSTALL_ID: o.deps.install.installId,
-    SVC_MSSP_NAME: 'Test MSSP',
-    SVC_INSTALL_LABEL: 'test',
+  const env = svcProcessEnv(o, dataDir, {
     SVC_TENANT_STORAGE_CLASS: testStorageClass,
     SVC_ADAPTER_IMAGE: 'registry.test/svc-adapter:0.1.0',
     SVC_API_URL: o.deps.settings.apiUrl,
     SVC_ORCHESTRATOR_POLL: '200ms',
-  };
+  });
+
   const root = fileURLToPath(new URL('../../', import.meta.url));
   child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'orchestrator'], {
     cwd: root,

@@ -2,14 +2,13 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { createSvcClient } from '../../contracts/index.ts';
+import { freePort } from '../../src/db/embedded.ts';
 import { installSecretNames, restoreBootstrapSecret } from '../../src/tenants/create.ts';
 import { collectOrphanSecrets, ORPHAN_GRACE_MS } from '../../src/tenants/orphans.ts';
 import { seedUser } from '../support/api.ts';
@@ -19,6 +18,7 @@ import {
   type Orchestration,
   PASSWORD,
   startOrchestration,
+  svcProcessEnv,
   tenantConfig,
   uniqueSlug,
   waitForStep,
@@ -151,43 +151,16 @@ test('issue 18 item 8: a lost bootstrap Secret is made again with a new adapter 
   assert.equal(res.status, 200, await res.text());
 });
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await new Promise((r) => server.once('listening', r));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((r) => server.close(r));
-  return port;
-}
-
 /** `svc serve` as its own OS process (API only), on this file's database, install and cluster. */
 async function startServe(dataDir: string): Promise<{ child: ChildProcess; url: string }> {
-  const { credentials } = o.db.target;
   const port = await freePort();
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
+  const env = svcProcessEnv(o, dataDir, {
     SVC_HOST: '127.0.0.1',
     SVC_PORT: String(port),
-    SVC_DATA_DIR: dataDir,
-    SVC_LOG_LEVEL: 'warn',
     SVC_ORCHESTRATOR: 'off',
     SVC_MSSP_HOSTNAME: 'mssp.test',
-    SVC_DATABASE_HOST: o.db.target.host,
-    SVC_DATABASE_PORT: String(o.db.target.port),
-    SVC_DATABASE_NAME: o.db.target.database,
-    SVC_DATABASE_ADMIN_USER: credentials.admin.user,
-    SVC_DATABASE_ADMIN_PASSWORD: credentials.admin.password,
-    SVC_DATABASE_APP_USER: credentials.app.user,
-    SVC_DATABASE_APP_PASSWORD: credentials.app.password,
-    SVC_DATABASE_MSSP_USER: credentials.mssp.user,
-    SVC_DATABASE_MSSP_PASSWORD: credentials.mssp.password,
-    KUBECONFIG: o.cluster.kubeconfigPath,
-    SVC_INSTALL_NAMESPACE: o.installNamespace,
-    SVC_MSSP_ID: o.deps.install.msspId,
-    SVC_INSTALL_ID: o.deps.install.installId,
-    SVC_MSSP_NAME: 'Test MSSP',
-    SVC_INSTALL_LABEL: 'test',
-  };
+  });
+
   const root = fileURLToPath(new URL('../../', import.meta.url));
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
     cwd: root,

@@ -353,3 +353,36 @@ export async function waitForStep(
     await sleep(250);
   }
 }
+
+/**
+ * The environment of a real `svc` OS process (serve, orchestrator) on this orchestration's
+ * database, install namespace and cluster; `extra` adds or overrides variables.
+ */
+export function svcProcessEnv(
+  o: Orchestration,
+  dataDir: string,
+  extra: NodeJS.ProcessEnv = {},
+): NodeJS.ProcessEnv {
+  const { credentials } = o.db.target;
+  return {
+    ...process.env,
+    SVC_DATA_DIR: dataDir,
+    SVC_LOG_LEVEL: 'warn',
+    SVC_DATABASE_HOST: o.db.target.host,
+    SVC_DATABASE_PORT: String(o.db.target.port),
+    SVC_DATABASE_NAME: o.db.target.database,
+    SVC_DATABASE_ADMIN_USER: credentials.admin.user,
+    SVC_DATABASE_ADMIN_PASSWORD: credentials.admin.password,
+    SVC_DATABASE_APP_USER: credentials.app.user,
+    SVC_DATABASE_APP_PASSWORD: credentials.app.password,
+    SVC_DATABASE_MSSP_USER: credentials.mssp.user,
+    SVC_DATABASE_MSSP_PASSWORD: credentials.mssp.password,
+    KUBECONFIG: o.cluster.kubeconfigPath,
+    SVC_INSTALL_NAMESPACE: o.installNamespace,
+    SVC_MSSP_ID: o.deps.install.msspId,
+    SVC_INSTALL_ID: o.deps.install.installId,
+    SVC_MSSP_NAME: 'Test MSSP',
+    SVC_INSTALL_LABEL: 'test',
+    ...extra,
+  };
+}

@@ -142,20 +142,27 @@ export function createAuthService({ db, hasher, now, authMode }: AuthServiceDeps
       secret: string,
     ): Promise<{ identity: Identity; session: SessionRow } | undefined> {
       const at = now();
-      const session = await db.withoutTenant((tx) => findSessionBySecret(tx, secret));
-      if (!isLive(session, at)) return undefined;
-      return db.withScope(session.tenant_context, async (tx) => {
-        const user = await findUser(tx, session.user_id);
-        if (!user || user.disabled_at !== null) return undefined;
-        const touched = await touchSession(tx, session, at);
-        const identity = identityOf(user, {
-          auth_mode: authMode,
-          must_change: user.must_change,
-          session_id: session.id,
-          via: 'session',
-        });
-        return { identity, session: touched };
+      // Expendable: a request that then fails may drop the last-seen touch with its own work.
+      const session = await db.withoutTenant((tx) => findSessionBySecret(tx, secret), {
+        expendable: true,
       });
+      if (!isLive(session, at)) return undefined;
+      return db.withScope(
+        session.tenant_context,
+        async (tx) => {
+          const user = await findUser(tx, session.user_id);
+          if (!user || user.disabled_at !== null) return undefined;
+          const touched = await touchSession(tx, session, at);
+          const identity = identityOf(user, {
+            auth_mode: authMode,
+            must_change: user.must_change,
+            session_id: session.id,
+            via: 'session',
+          });
+          return { identity, session: touched };
+        },
+        { expendable: true },
+      );
     },
 
     /** Revokes only the current session (spec §3.2). */

@@ -1,16 +1,27 @@
 import pg from 'pg';
 import { clientConfig, type DatabaseTarget } from './target.ts';
-import { inTransaction, type Transaction, withTenant } from './tenant-context.ts';
+import type { AppTx, InstallTx, TenantTx, Transaction } from './tenant-context.ts';
 import { mappingUnavailable } from './unavailable.ts';
+import { inScope, type ScopeOptions, unitOfWork } from './unit-of-work.ts';
 
-/** What handlers and workers get: the RLS-subject svc_app pool and its two entry points. */
+/** What handlers and workers get: the RLS-subject svc_app pool and its entry points. */
 export interface AppDatabase {
   pool: pg.Pool;
-  withTenant<T>(tenantId: string, fn: (tx: Transaction) => Promise<T>): Promise<T>;
+  withTenant<T>(
+    tenantId: string,
+    fn: (tx: TenantTx) => Promise<T>,
+    options?: ScopeOptions,
+  ): Promise<T>;
   /** A transaction with no tenant context: install-scoped tables only; tenant rows read as zero. */
-  withoutTenant<T>(fn: (tx: Transaction) => Promise<T>): Promise<T>;
+  withoutTenant<T>(fn: (tx: InstallTx) => Promise<T>, options?: ScopeOptions): Promise<T>;
   /** withTenant for a tenant id, withoutTenant for null (a row that belongs to no tenant). */
-  withScope<T>(tenantId: string | null, fn: (tx: Transaction) => Promise<T>): Promise<T>;
+  withScope<T>(
+    tenantId: string | null,
+    fn: (tx: AppTx) => Promise<T>,
+    options?: ScopeOptions,
+  ): Promise<T>;
+  /** Runs fn as one unit of work: every scope inside shares one connection and transaction. */
+  unitOfWork<T>(fn: () => Promise<T>): Promise<T>;
   ping(): Promise<boolean>;
   close(): Promise<void>;
 }
@@ -23,14 +34,17 @@ export function createAppDatabase(target: DatabaseTarget, max = 10): AppDatabase
   const pool = new pg.Pool({ ...clientConfig(target, 'app'), max, idleTimeoutMillis: 30_000 });
   // An idle client's network error must not crash the process; the pool replaces it.
   pool.on('error', () => undefined);
+  const scoped = <T>(
+    tenantId: string | null,
+    fn: (tx: Transaction) => Promise<T>,
+    options?: ScopeOptions,
+  ) => mappingUnavailable(() => inScope(pool, tenantId, fn, options));
   return {
     pool,
-    withTenant: (tenantId, fn) => mappingUnavailable(() => withTenant(pool, tenantId, fn)),
-    withoutTenant: (fn) => mappingUnavailable(() => inTransaction(pool, fn)),
-    withScope: (tenantId, fn) =>
-      mappingUnavailable(() =>
-        tenantId === null ? inTransaction(pool, fn) : withTenant(pool, tenantId, fn),
-      ),
+    withTenant: (tenantId, fn, options) => scoped(tenantId, (tx) => fn(tx as TenantTx), options),
+    withoutTenant: (fn, options) => scoped(null, (tx) => fn(tx as InstallTx), options),
+    withScope: (tenantId, fn, options) => scoped(tenantId, (tx) => fn(tx as AppTx), options),
+    unitOfWork: (fn) => mappingUnavailable(() => unitOfWork(pool, fn)),
     ping: async () => {
       try {
         await pool.query('SELECT 1');

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { writeAudit } from '../audit/index.ts';
 import { clientConfig, type DatabaseTarget } from './target.ts';
-import { inTransaction, type Transaction } from './tenant-context.ts';
+import { inTransaction, type SystemTx } from './tenant-context.ts';
 import { mappingUnavailable } from './unavailable.ts';
 
 /**
@@ -9,7 +9,7 @@ import { mappingUnavailable } from './unavailable.ts';
  * test/db/system-gate.test.ts may import this file; the test fails for any other importer.
  */
 export interface SystemGate {
-  withSystem<T>(reason: string, fn: (tx: Transaction) => Promise<T>): Promise<T>;
+  withSystem<T>(reason: string, fn: (tx: SystemTx) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -34,7 +34,7 @@ export function createSystemGate(target: DatabaseTarget, max = 4): SystemGate {
           resourceType: 'system_context',
           resourceId: reason,
         });
-        return inTransaction(pool, fn);
+        return inTransaction(pool, (tx) => fn(tx as SystemTx));
       });
     },
     close: () => pool.end(),

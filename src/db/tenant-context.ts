@@ -6,7 +6,22 @@ export function isUuid(value: unknown): value is string {
   return typeof value === 'string' && UUID.test(value);
 }
 
+/** A transaction of any scope: what code that reads no tenant-scoped rows may take. */
 export type Transaction = pg.PoolClient;
+
+declare const scope: unique symbol;
+
+/**
+ * A svc_app transaction with `app.current_tenant_id` set: RLS confines it to one tenant. A
+ * function that must run under RLS takes this type, and only `withTenant` makes one.
+ */
+export type TenantTx = Transaction & { readonly [scope]: 'tenant' };
+/** A svc_app transaction with no tenant context: install-scoped tables; tenant rows read as none. */
+export type InstallTx = Transaction & { readonly [scope]: 'install' };
+/** A svc_mssp (BYPASSRLS) transaction, only from the system gate; every tenant's rows are visible. */
+export type SystemTx = Transaction & { readonly [scope]: 'system' };
+/** Either svc_app scope: for rows that belong to a tenant or to the install (users, sessions). */
+export type AppTx = TenantTx | InstallTx;
 
 /** One transaction on the pool, rolled back when fn throws. */
 export async function inTransaction<T>(
@@ -36,6 +51,11 @@ export async function inTransaction<T>(
   }
 }
 
+export function assertTenantId(tenantId: string): void {
+  if (!isUuid(tenantId))
+    throw new TypeError(`tenant id must be a uuid, got ${JSON.stringify(tenantId)}`);
+}
+
 /**
  * Runs fn in one transaction on the svc_app pool with `app.current_tenant_id` set for that
  * transaction only (is_local = true), so the setting can never outlive it on a pooled
@@ -44,12 +64,11 @@ export async function inTransaction<T>(
 export async function withTenant<T>(
   pool: pg.Pool,
   tenantId: string,
-  fn: (tx: Transaction) => Promise<T>,
+  fn: (tx: TenantTx) => Promise<T>,
 ): Promise<T> {
-  if (!isUuid(tenantId))
-    throw new TypeError(`tenant id must be a uuid, got ${JSON.stringify(tenantId)}`);
+  assertTenantId(tenantId);
   return inTransaction(pool, async (tx) => {
     await tx.query(`SELECT set_config('app.current_tenant_id', $1, true)`, [tenantId]);
-    return fn(tx);
+    return fn(tx as TenantTx);
   });
 }

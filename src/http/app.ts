@@ -1,4 +1,4 @@
-import { type Context, Hono } from 'hono';
+import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import { contract, Problem } from '../../contracts/index.ts';
 import pkg from '../../package.json' with { type: 'json' };
 import { checkCsrf, type OriginPolicy } from '../auth/csrf.ts';
@@ -179,9 +179,12 @@ export function createApp(deps: AppDeps): Hono {
       logger: deps.logger,
       tokens: api.tokens,
     });
-    app.use('/api/auth/*', user, requirePasswordCurrent());
-    app.use('/api/mssp/*', user, requirePasswordCurrent(), requireFamily('mssp'));
-    app.use('/api/tenant/*', user, requirePasswordCurrent(), requireFamily('tenant'));
+    // One connection and one transaction per authenticated request: the session check, the
+    // identity, the tenant context and the handler's queries (src/db/unit-of-work.ts).
+    const unit: MiddlewareHandler = (_c, next) => api.db.unitOfWork(() => next());
+    app.use('/api/auth/*', unit, user, requirePasswordCurrent());
+    app.use('/api/mssp/*', unit, user, requirePasswordCurrent(), requireFamily('mssp'));
+    app.use('/api/tenant/*', unit, user, requirePasswordCurrent(), requireFamily('tenant'));
     app.use('/api/internal/*', authenticateService(api.tokens, deps.logger));
     app.route('/', internal.authenticated);
     app.route('/', msspRoutes(api));

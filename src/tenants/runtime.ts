@@ -7,6 +7,7 @@ import type { Config } from '../config/index.ts';
 import type { AppDatabase } from '../db/pools.ts';
 import type { SystemGate } from '../db/system-gate.ts';
 import type { DatabaseTarget } from '../db/target.ts';
+import { afterCommit } from '../db/unit-of-work.ts';
 import type { TenancyDeps } from '../http/app.ts';
 import type { Logger } from '../log/index.ts';
 import type { TokenService } from '../tokens/index.ts';
@@ -94,7 +95,8 @@ export async function startTenancy(input: {
     orchestrator,
     deps,
     api: {
-      kick: () => orchestrator.kick(),
+      // A request's writes commit when it ends (one unit of work): wake the orchestrator after.
+      kick: () => afterCommit(() => orchestrator.kick()),
       systemVersion: SYSTEM_VERSION,
       edgePortBase: o.edgePortBase,
       decommissionGraceMs: o.decommissionGraceMs,

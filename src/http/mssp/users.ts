@@ -7,6 +7,7 @@ import { revokeUserSessions } from '../../auth/sessions.ts';
 import { setPassword } from '../../auth/users.ts';
 import type { AppDatabase } from '../../db/pools.ts';
 import type { SystemGate } from '../../db/system-gate.ts';
+import type { AppTx } from '../../db/tenant-context.ts';
 import { requireRole } from '../authenticate.ts';
 import { implement } from '../contract.ts';
 import { ProblemError } from '../problem.ts';
@@ -54,7 +55,7 @@ export function msspUserRoutes(deps: MsspUserRoutesDeps): Hono {
       }
       const password = generatePassword();
       const hash = await deps.hasher.hash(password);
-      const work = async (tx: Parameters<Parameters<AppDatabase['withoutTenant']>[0]>[0]) => {
+      const work = async (tx: AppTx) => {
         const at = deps.now();
         await setPassword(tx, target.id, hash, true, at);
         const revoked = await revokeUserSessions(tx, target.id, at);
@@ -71,10 +72,7 @@ export function msspUserRoutes(deps: MsspUserRoutesDeps): Hono {
         });
         return revoked;
       };
-      const revoked =
-        target.tenant_id === null
-          ? await deps.db.withoutTenant(work)
-          : await deps.db.withTenant(target.tenant_id, work);
+      const revoked = await deps.db.withScope(target.tenant_id, work);
       c.header('Cache-Control', 'no-store');
       return {
         status: 200,

@@ -1,0 +1,187 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type pg from 'pg';
+import { assertTenantId, inTransaction, type Transaction } from './tenant-context.ts';
+
+/**
+ * One connection and one transaction for a whole request (DESIGN "HTTP"): every scope the
+ * request's services open (`withTenant`, `withoutTenant`) joins it instead of taking a
+ * connection of its own, and switches `app.current_tenant_id` only when it changes.
+ *
+ * The semantics stay those of separate transactions: a scope whose fn throws is undone (to a
+ * savepoint when earlier scopes did work that must survive, else the whole transaction), and
+ * the unit commits what every completed scope did, also when the request then fails. Scopes
+ * that would interleave on the one connection never share it: a scope opened inside another
+ * runs in a transaction of its own (as it always did), and concurrent scopes take turns.
+ */
+interface Unit {
+  pool: pg.Pool;
+  client?: pg.PoolClient;
+  onError: (error: Error) => void;
+  broken?: Error;
+  /** BEGIN was sent and neither COMMIT nor a full ROLLBACK since. */
+  open: boolean;
+  /** The tenant context the connection holds now ('' for none); undefined when unknown. */
+  context?: string | undefined;
+  /** A completed scope did work a later failure must not undo. */
+  keep: boolean;
+  savepoints: number;
+  ended: boolean;
+  turn: Promise<void>;
+  afterCommit: (() => void)[];
+}
+
+interface Ambient {
+  unit: Unit;
+  /** Inside one of the unit's scopes: a further scope here is nested. */
+  inScope: boolean;
+}
+
+const ambient = new AsyncLocalStorage<Ambient>();
+
+export interface ScopeOptions {
+  /** Work a later failure may drop with it (the session's last-seen touch). */
+  expendable?: boolean;
+}
+
+/** Runs fn as one unit of work: scopes opened inside it share one connection and transaction. */
+export async function unitOfWork<T>(pool: pg.Pool, fn: () => Promise<T>): Promise<T> {
+  const unit: Unit = {
+    pool,
+    open: false,
+    keep: false,
+    savepoints: 0,
+    ended: false,
+    turn: Promise.resolve(),
+    afterCommit: [],
+    onError: (error) => {
+      unit.broken ??= error;
+    },
+  };
+  let outcome: { ok: true; value: T } | { ok: false; error: unknown };
+  try {
+    outcome = { ok: true, value: await ambient.run({ unit, inScope: false }, fn) };
+  } catch (error) {
+    outcome = { ok: false, error };
+  }
+  await unit.turn;
+  unit.ended = true;
+  const committed = await finish(unit);
+  if (!outcome.ok) throw outcome.error;
+  if (committed !== true) throw committed;
+  for (const hook of unit.afterCommit) hook();
+  return outcome.value;
+}
+
+async function finish(unit: Unit): Promise<true | Error> {
+  const client = unit.client;
+  if (!client) return true;
+  try {
+    if (unit.open) await client.query('COMMIT');
+    return true;
+  } catch (error) {
+    unit.broken ??= error as Error;
+    return error as Error;
+  } finally {
+    client.off('error', unit.onError);
+    client.release(unit.broken);
+  }
+}
+
+/**
+ * Runs fn once the current unit of work (if any) has committed: waking another process to
+ * read what this request wrote must not beat the commit. Outside a unit it runs at once.
+ */
+export function afterCommit(hook: () => void): void {
+  const current = ambient.getStore();
+  if (current && !current.unit.ended) current.unit.afterCommit.push(hook);
+  else hook();
+}
+
+/**
+ * A scope with tenant context tenantId (null: none) on the ambient unit's connection, or in a
+ * transaction of its own when there is no unit, the unit has ended, or this scope is nested.
+ */
+export async function inScope<T>(
+  pool: pg.Pool,
+  tenantId: string | null,
+  fn: (tx: Transaction) => Promise<T>,
+  options: ScopeOptions = {},
+): Promise<T> {
+  if (tenantId !== null) assertTenantId(tenantId);
+  const current = ambient.getStore();
+  if (!current || current.inScope || current.unit.ended || current.unit.pool !== pool) {
+    return inTransaction(pool, async (tx) => {
+      if (tenantId !== null)
+        await tx.query(`SELECT set_config('app.current_tenant_id', $1, true)`, [tenantId]);
+      return fn(tx);
+    });
+  }
+  const unit = current.unit;
+  const previous = unit.turn;
+  let done!: () => void;
+  unit.turn = new Promise((resolve) => {
+    done = resolve;
+  });
+  await previous;
+  try {
+    return await ambient.run({ unit, inScope: true }, () =>
+      joined(unit, tenantId ?? '', fn, options),
+    );
+  } finally {
+    done();
+  }
+}
+
+async function joined<T>(
+  unit: Unit,
+  context: string,
+  fn: (tx: Transaction) => Promise<T>,
+  options: ScopeOptions,
+): Promise<T> {
+  const client = await connection(unit);
+  // One round trip at most: BEGIN, the savepoint and the context travel as one simple query.
+  // The context is a checked uuid or '', so writing it as a literal is safe.
+  const statements: string[] = [];
+  if (!unit.open) statements.push('BEGIN');
+  const savepoint = unit.open && unit.keep ? `svc_scope_${++unit.savepoints}` : undefined;
+  if (savepoint) statements.push(`SAVEPOINT ${savepoint}`);
+  if (unit.context !== context) {
+    statements.push(`SELECT set_config('app.current_tenant_id', '${context}', true)`);
+  }
+  if (statements.length > 0) await client.query(statements.join('; '));
+  unit.open = true;
+  unit.context = context;
+  try {
+    const result = await fn(client);
+    if (!options.expendable) unit.keep = true;
+    return result;
+  } catch (error) {
+    await undo(unit, client, savepoint);
+    throw error;
+  }
+}
+
+async function undo(unit: Unit, client: pg.PoolClient, savepoint: string | undefined) {
+  unit.context = undefined;
+  try {
+    if (savepoint) {
+      await client.query(`ROLLBACK TO SAVEPOINT ${savepoint}`);
+      return;
+    }
+    await client.query('ROLLBACK');
+    unit.open = false;
+    unit.keep = false;
+  } catch (error) {
+    unit.broken ??= error as Error;
+  }
+}
+
+async function connection(unit: Unit): Promise<pg.PoolClient> {
+  if (unit.broken) throw unit.broken;
+  if (unit.client) return unit.client;
+  const client = await unit.pool.connect();
+  // See inTransaction: a connection that dies while checked out must not crash the process.
+  client.on('error', unit.onError);
+  unit.client = client;
+  return client;
+}

@@ -45,14 +45,14 @@ import {
   PASSWORD_PARAMS,
   type PasswordHasher,
 } from '../src/auth/passwords.ts';
-import { createAuthService } from '../src/auth/service.ts';
-import { setPassword } from '../src/auth/users.ts';
 import { type AuthConfig, loadConfig } from '../src/config/index.ts';
 import { type AppDatabase, createAppDatabase } from '../src/db/pools.ts';
 import type { ScratchDatabase } from '../src/db/scratch.ts';
 import type { SystemGate } from '../src/db/system-gate.ts';
 import type { DatabaseTarget } from '../src/db/target.ts';
-import { createEventHub } from '../src/events/index.ts';
+import { createEventHub } from '../src/domains/events/index.ts';
+import { createAuthService } from '../src/domains/sessions/session-service.ts';
+import { setPassword } from '../src/domains/users/user-repository.ts';
 import { createApp } from '../src/http/app.ts';
 import { createLogger } from '../src/log/index.ts';
 import { createTokenService, signingKeyFromPem } from '../src/tokens/index.ts';

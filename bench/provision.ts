@@ -53,15 +53,15 @@ import { type ScratchDatabase, startScratchDatabase } from '../src/db/scratch.ts
 import { createSystemGate } from '../src/db/system-gate.ts';
 import { clientConfig } from '../src/db/target.ts';
 import { createLogger } from '../src/log/index.ts';
-import { BUNDLED_CHARTS_DIR, loadChartCatalog } from '../src/tenants/catalog.ts';
+import { BUNDLED_CHARTS_DIR, loadChartCatalog } from '../src/orchestrator/catalog.ts';
 import {
   DEFAULT_EDGE_PORT_BASE,
   DEFAULT_TIMING,
   type OrchestratorDeps,
-} from '../src/tenants/context.ts';
-import { ensureInstall } from '../src/tenants/install.ts';
-import { createOrchestrator, createTenantLocks } from '../src/tenants/orchestrator.ts';
-import { SYSTEM_VERSION } from '../src/tenants/runtime.ts';
+} from '../src/orchestrator/context.ts';
+import { ensureInstall } from '../src/orchestrator/install.ts';
+import { createOrchestrator, createTenantLocks } from '../src/orchestrator/orchestrator.ts';
+import { SYSTEM_VERSION } from '../src/orchestrator/runtime.ts';
 import { seedUser, startTestApi } from '../test/support/api.ts';
 import type { TestDatabase } from '../test/support/database.ts';
 import { startVolumeProvisioner, testStorageClass } from '../test/support/volumes.ts';

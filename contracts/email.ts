@@ -2,7 +2,7 @@ import Type from 'typebox';
 
 /**
  * THE email rule for new addresses (docs/auth.md "Email addresses"); normaliseEmail in
- * src/auth/users.ts is the one normalisation, email_skeleton in sql/0012 the look-alike check.
+ * src/domains/users/user-repository.ts is the one normalisation, email_skeleton in sql/0012 the look-alike check.
  * ASCII only and in canonical lower case, which makes a mixed-script look-alike of an address
  * impossible: the local part is an RFC 5322 dot-atom (a-z 0-9 ! # $ % & ' * + / = ? ^ _ ` { | }
  * ~ - with single dots between atoms), the domain LDH labels of 1–63 characters with no hyphen

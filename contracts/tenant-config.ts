@@ -11,7 +11,7 @@ const Hex = Type.String({ pattern: '^#([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$' });
 const HttpsUrl = Type.String({ pattern: '^https://[^\\s]{1,2040}$' });
 const Hostname = Type.String({ pattern: '^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$' });
 /**
- * Per resource kind (src/tenants/quantity.ts has the same grammar and the exact parser): CPU
+ * Per resource kind (src/domains/tenants/quantity.ts has the same grammar and the exact parser): CPU
  * takes only `m`, memory never does.
  */
 const CpuQuantity = Type.String({ pattern: CPU_PATTERN, maxLength: 32 });

@@ -16,7 +16,7 @@ const Uuid = Type.String({
   pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$',
 });
 /**
- * Kubernetes quantities per resource kind (src/tenants/quantity.ts parses them exactly): CPU
+ * Kubernetes quantities per resource kind (src/domains/tenants/quantity.ts parses them exactly): CPU
  * takes only the `m` suffix, memory and storage take SI suffixes but never `m`.
  */
 export const CPU_PATTERN = '^[0-9]{1,19}(\\.[0-9]{1,9})?m?$';

@@ -1,6 +1,5 @@
 import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
-import { createPlatformAdmin, setPasswordAsOperator } from '../auth/operator.ts';
 import { type PasswordWeakness, passwordWeakness } from '../auth/password-policy.ts';
 import {
   createPasswordHasher,
@@ -14,6 +13,7 @@ import { migrate } from '../db/migrate.ts';
 import { createAppDatabase } from '../db/pools.ts';
 import { openDatabase } from '../db/runtime.ts';
 import { clientConfig } from '../db/target.ts';
+import { createPlatformAdmin, setPasswordAsOperator } from '../domains/users/user-service.ts';
 import type { Logger } from '../log/index.ts';
 
 /** Asks on the terminal without echoing what is typed. */

@@ -6,7 +6,7 @@ import { openDatabase } from '../db/runtime.ts';
 import { createSystemGate } from '../db/system-gate.ts';
 import { clientConfig } from '../db/target.ts';
 import type { Logger } from '../log/index.ts';
-import { startTenancy } from '../tenants/runtime.ts';
+import { startTenancy } from '../orchestrator/runtime.ts';
 import { createTokenService } from '../tokens/index.ts';
 import { signingKey } from './serve.ts';
 

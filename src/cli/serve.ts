@@ -1,9 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { serve as listen } from '@hono/node-server';
 import { createOriginPolicy } from '../auth/csrf.ts';
-import { createPlatformAdmin, hasNoUsers } from '../auth/operator.ts';
 import { createPasswordHasher, generatePassword } from '../auth/passwords.ts';
-import { createAuthService } from '../auth/service.ts';
 import { createSecretStore, loadKubeConfig } from '../cluster/secrets.ts';
 import type { Config } from '../config/index.ts';
 import { migrate } from '../db/migrate.ts';
@@ -11,10 +9,12 @@ import { createAppDatabase } from '../db/pools.ts';
 import { openDatabase } from '../db/runtime.ts';
 import { createSystemGate } from '../db/system-gate.ts';
 import { clientConfig } from '../db/target.ts';
-import { createEventHub } from '../events/index.ts';
+import { createEventHub } from '../domains/events/index.ts';
+import { createAuthService } from '../domains/sessions/session-service.ts';
+import { createPlatformAdmin, hasNoUsers } from '../domains/users/user-service.ts';
 import { createApp } from '../http/app.ts';
 import type { Logger } from '../log/index.ts';
-import { startTenancy } from '../tenants/runtime.ts';
+import { startTenancy } from '../orchestrator/runtime.ts';
 import { createTokenService, loadOrCreateSigningKey, signingKeyFromPem } from '../tokens/index.ts';
 
 /** `svc serve`: database up and migrated, then HTTP until SIGINT/SIGTERM. */

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { writeAudit } from '../audit/index.ts';
+import { writeAudit } from '../domains/audit/audit-repository.ts';
 import { clientConfig, type DatabaseTarget } from './target.ts';
 import { inTransaction, type SystemTx } from './tenant-context.ts';
 import { mappingUnavailable } from './unavailable.ts';

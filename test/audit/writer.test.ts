@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { writeAudit } from '../../src/audit/index.ts';
+import { writeAudit } from '../../src/domains/audit/audit-repository.ts';
 import { withRequestId } from '../../src/log/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';

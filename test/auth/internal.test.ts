@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { SESSION_ABSOLUTE_MS } from '../../src/auth/sessions.ts';
+import { SESSION_ABSOLUTE_MS } from '../../src/domains/sessions/session-repository.ts';
 import { client, seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';

@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { LAST_SEEN_THROTTLE_MS, SESSION_IDLE_MS } from '../../src/auth/sessions.ts';
+import {
+  LAST_SEEN_THROTTLE_MS,
+  SESSION_IDLE_MS,
+} from '../../src/domains/sessions/session-repository.ts';
 import { client, seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';

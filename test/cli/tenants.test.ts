@@ -8,8 +8,8 @@ import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../src/db/embedded.ts';
-import { BUNDLED_CHARTS_DIR } from '../../src/tenants/catalog.ts';
-import { SYSTEM_VERSION } from '../../src/tenants/runtime.ts';
+import { BUNDLED_CHARTS_DIR } from '../../src/orchestrator/catalog.ts';
+import { SYSTEM_VERSION } from '../../src/orchestrator/runtime.ts';
 import { seedUser } from '../support/api.ts';
 import {
   adapterHeartbeat,

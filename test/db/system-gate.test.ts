@@ -16,8 +16,8 @@ const DESIGNATED_SYSTEM_MODULES: readonly string[] = [
   'http/app.ts', // hands the gate to the routes below, typed
   'http/mssp/users.ts', // admin password reset finds a user of any tenant
   'cli/orchestrator.ts', // composition root of `svc orchestrator`
-  'tenants/runtime.ts', // hands the gate to the orchestrator, typed
-  'tenants/context.ts', // the orchestrator's dependencies, typed (the purge below)
+  'orchestrator/runtime.ts', // hands the gate to the orchestrator, typed
+  'orchestrator/context.ts', // the orchestrator's dependencies, typed (the purge below)
 ];
 
 /** Modules that enter the gate (call withSystem), each for a reason it names. */
@@ -26,7 +26,7 @@ const SYSTEM_GATE_CALLERS: readonly string[] = [
   'http/mssp/users.ts', // user.password_reset: the target may be in any tenant
   'http/mssp/routes.ts', // fleet.summary: a cross-tenant rollup
   'http/mssp/audit.ts', // mssp.audit: the cross-tenant audit view
-  'tenants/decommission.ts', // tenant.purge: a tenant's rows leave every table at once
+  'orchestrator/decommission.ts', // tenant.purge: a tenant's rows leave every table at once
 ];
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));

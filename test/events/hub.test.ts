@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import type pg from 'pg';
-import { readEventsAfter, type StoredEvent } from '../../src/events/store.ts';
+import { readEventsAfter, type StoredEvent } from '../../src/domains/events/event-repository.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
 import {

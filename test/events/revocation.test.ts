@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, afterEach, before, test } from 'node:test';
-import { CREDENTIAL_RECHECK_MS } from '../../src/auth/credential-watch.ts';
-import { SESSION_ABSOLUTE_MS, SESSION_IDLE_MS } from '../../src/auth/sessions.ts';
-import { appendEvent, type StoredEvent } from '../../src/events/index.ts';
-import { credentialWatchOf } from '../../src/events/sse.ts';
+import { appendEvent, type StoredEvent } from '../../src/domains/events/index.ts';
+import { CREDENTIAL_RECHECK_MS } from '../../src/domains/sessions/credential-watch.ts';
+import {
+  SESSION_ABSOLUTE_MS,
+  SESSION_IDLE_MS,
+} from '../../src/domains/sessions/session-repository.ts';
+import { credentialWatchOf } from '../../src/http/event-stream.ts';
 import { client, seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';

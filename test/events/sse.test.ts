@@ -4,7 +4,7 @@ import { after, before, test } from 'node:test';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import type { Credential } from '../../src/auth/credential.ts';
-import { streamTenantEvents } from '../../src/events/sse.ts';
+import { streamTenantEvents } from '../../src/http/event-stream.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
 import { appendSeparately, startHub, type TestHub, waitFor } from './support.ts';

@@ -8,7 +8,7 @@ import {
   latestEventId,
   readEventsAfter,
   StreamConflictError,
-} from '../../src/events/store.ts';
+} from '../../src/domains/events/event-repository.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
 import { appendSeparately, waitFor } from './support.ts';

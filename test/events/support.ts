@@ -3,9 +3,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { type AppDatabase, createAppDatabase } from '../../src/db/pools.ts';
 import { clientConfig } from '../../src/db/target.ts';
-import { createEventHub, type EventHub, type EventHubOptions } from '../../src/events/hub.ts';
-import { appendEvent, type StoredEvent } from '../../src/events/store.ts';
-import type { Subscription } from '../../src/events/subscription.ts';
+import { appendEvent, type StoredEvent } from '../../src/domains/events/event-repository.ts';
+import {
+  createEventHub,
+  type EventHub,
+  type EventHubOptions,
+} from '../../src/domains/events/hub.ts';
+import type { Subscription } from '../../src/domains/events/subscription.ts';
 import type { TestDatabase } from '../support/database.ts';
 
 /** Polls until probe returns something other than undefined/false, or fails after timeoutMs. */

@@ -7,7 +7,7 @@ import { createAppDatabase } from '../../src/db/pools.ts';
 import { type ScratchDatabase, startScratchDatabase } from '../../src/db/scratch.ts';
 import { createSystemGate } from '../../src/db/system-gate.ts';
 import { DatabaseUnavailableError } from '../../src/db/unavailable.ts';
-import { createTenantLocks } from '../../src/tenants/orchestrator.ts';
+import { createTenantLocks } from '../../src/orchestrator/orchestrator.ts';
 
 /*
  * Issue 10 "Fault tolerance under load", per pool and client: a server-side disconnect

@@ -9,13 +9,13 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createPasswordHasher } from '../../src/auth/passwords.ts';
-import { setPassword } from '../../src/auth/users.ts';
 import { bootstrapDatabase } from '../../src/db/bootstrap.ts';
 import { loadOrCreateCredentials } from '../../src/db/credentials.ts';
 import { type EmbeddedServer, freePort, startEmbedded } from '../../src/db/embedded.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { clientConfig, type DatabaseTarget } from '../../src/db/target.ts';
-import { appendEvent } from '../../src/events/index.ts';
+import { appendEvent } from '../../src/domains/events/index.ts';
+import { setPassword } from '../../src/domains/users/user-repository.ts';
 import { createLogger } from '../../src/log/index.ts';
 
 /*

@@ -1,4 +1,4 @@
-import { issueBootstrapCredential } from '../../src/adapter/index.ts';
+import { issueBootstrapCredential } from '../../src/domains/adapter/index.ts';
 import type { TestApi } from '../support/api.ts';
 import type { TestDatabase } from '../support/database.ts';
 

@@ -3,7 +3,7 @@ import { after, before, test } from 'node:test';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
 import { createSecretStore, type SecretStore } from '../../src/cluster/secrets.ts';
-import { installSecretNames } from '../../src/tenants/create.ts';
+import { installSecretNames } from '../../src/domains/tenants/tenant-creation.ts';
 import { createTestNamespace } from '../../testcluster/harness.ts';
 import { problemCode, seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { getTestCluster } from '../support/cluster.ts';

@@ -10,8 +10,8 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
 import type { TenantConfig } from '../../contracts/tenant-config.ts';
 import { createSecretStore, type SecretStore } from '../../src/cluster/secrets.ts';
+import { installSecretNames } from '../../src/domains/tenants/tenant-creation.ts';
 import type { OutboundPolicy } from '../../src/net/outbound-url.ts';
-import { installSecretNames } from '../../src/tenants/create.ts';
 import { problemCode, seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import {
   type Orchestration,

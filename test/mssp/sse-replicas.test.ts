@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../src/db/embedded.ts';
-import { appendEvent } from '../../src/events/index.ts';
+import { appendEvent } from '../../src/domains/events/index.ts';
 import { seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
-import { appendEvent } from '../../src/events/index.ts';
+import { appendEvent } from '../../src/domains/events/index.ts';
 import {
   impersonating,
   problemCode,

@@ -11,13 +11,13 @@ import {
   type HashParams,
   type PasswordHasher,
 } from '../../src/auth/passwords.ts';
-import { createAuthService } from '../../src/auth/service.ts';
-import { setPassword } from '../../src/auth/users.ts';
 import type { SecretStore } from '../../src/cluster/secrets.ts';
 import { type AuthConfig, type AuthMode, loadConfig } from '../../src/config/index.ts';
 import type { AppDatabase } from '../../src/db/pools.ts';
 import { createSystemGate } from '../../src/db/system-gate.ts';
-import { createEventHub, type EventHub } from '../../src/events/index.ts';
+import { createEventHub, type EventHub } from '../../src/domains/events/index.ts';
+import { createAuthService } from '../../src/domains/sessions/session-service.ts';
+import { setPassword } from '../../src/domains/users/user-repository.ts';
 import type { TenancyDeps } from '../../src/http/app.ts';
 import { createApp } from '../../src/http/app.ts';
 import { createLogger } from '../../src/log/index.ts';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { appendEvent, type StoredEvent } from '../../src/events/index.ts';
+import { appendEvent, type StoredEvent } from '../../src/domains/events/index.ts';
 import { waitFor } from '../events/support.ts';
 import { client, seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';

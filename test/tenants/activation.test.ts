@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { refreshAdapterToken } from '../../src/tenants/token-refresh.ts';
+import { refreshAdapterToken } from '../../src/orchestrator/token-refresh.ts';
 import {
   adapterHeartbeat,
   createTenantVia,

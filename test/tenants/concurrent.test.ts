@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { RELEASE_NAME } from '../../src/tenants/provision.ts';
+import { RELEASE_NAME } from '../../src/orchestrator/provision.ts';
 import {
   createTenantVia,
   lifecycle,

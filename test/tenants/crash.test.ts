@@ -6,7 +6,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { PROVISIONING_STEPS } from '../../src/tenants/steps.ts';
+import { PROVISIONING_STEPS } from '../../src/orchestrator/steps.ts';
 import { testStorageClass } from '../support/volumes.ts';
 import {
   createTenantVia,

@@ -6,13 +6,13 @@ import {
   type V1Deployment,
 } from '@kubernetes/client-node';
 import type { HelmRunner } from '../../src/cluster/helm.ts';
-import type { OrchestratorDeps } from '../../src/tenants/context.ts';
+import type { OrchestratorDeps } from '../../src/orchestrator/context.ts';
 import {
   createOrchestrator,
   createTenantLocks,
   type Orchestrator,
   type TenantLocks,
-} from '../../src/tenants/orchestrator.ts';
+} from '../../src/orchestrator/orchestrator.ts';
 import type { Orchestration } from './support.ts';
 
 /**

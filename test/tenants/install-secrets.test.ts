@@ -9,8 +9,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { createSvcClient } from '../../contracts/index.ts';
 import { freePort } from '../../src/db/embedded.ts';
-import { installSecretNames, restoreBootstrapSecret } from '../../src/tenants/create.ts';
-import { collectOrphanSecrets, ORPHAN_GRACE_MS } from '../../src/tenants/orphans.ts';
+import {
+  installSecretNames,
+  restoreBootstrapSecret,
+} from '../../src/domains/tenants/tenant-creation.ts';
+import { collectOrphanSecrets, ORPHAN_GRACE_MS } from '../../src/orchestrator/orphans.ts';
 import { seedUser } from '../support/api.ts';
 import { ownOrchestrator } from './inject.ts';
 import {

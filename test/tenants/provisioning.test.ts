@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { loadTenant, RELEASE_NAME, renderFor } from '../../src/tenants/provision.ts';
+import { loadTenant, RELEASE_NAME, renderFor } from '../../src/orchestrator/provision.ts';
 import {
   adapterHeartbeat,
   createTenantVia,

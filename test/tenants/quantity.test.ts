@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { parseQuantity, QuantityError } from '../../src/tenants/quantity.ts';
+import { parseQuantity, QuantityError } from '../../src/domains/tenants/quantity.ts';
 
 test('issue 18 item 1: quantities parse exactly per resource kind (millicores, bytes)', () => {
   assert.equal(parseQuantity('cpu', '2'), 2000n);

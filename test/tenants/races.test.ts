@@ -5,8 +5,8 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiException } from '@kubernetes/client-node';
-import { RELEASE_NAME } from '../../src/tenants/provision.ts';
-import { SYSTEM_VERSION } from '../../src/tenants/runtime.ts';
+import { RELEASE_NAME } from '../../src/orchestrator/provision.ts';
+import { SYSTEM_VERSION } from '../../src/orchestrator/runtime.ts';
 import { problemCode } from '../support/api.ts';
 import { denyDeployments, holdTenantLock, ownOrchestrator, pausableHelm } from './inject.ts';
 import {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiException, RbacAuthorizationV1Api } from '@kubernetes/client-node';
-import { RELEASE_NAME } from '../../src/tenants/provision.ts';
+import { RELEASE_NAME } from '../../src/orchestrator/provision.ts';
 import { ownOrchestrator } from './inject.ts';
 import {
   activeTenant,

@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiException } from '@kubernetes/client-node';
-import { installSecretNames } from '../../src/tenants/create.ts';
-import { RELEASE_NAME } from '../../src/tenants/provision.ts';
+import { installSecretNames } from '../../src/domains/tenants/tenant-creation.ts';
+import { RELEASE_NAME } from '../../src/orchestrator/provision.ts';
 import { problemCode } from '../support/api.ts';
 import { denyDeployments as injectDenial } from './inject.ts';
 import {

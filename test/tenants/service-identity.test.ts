@@ -13,9 +13,9 @@ import {
 } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { createHelmRunner } from '../../src/cluster/helm.ts';
-import { installSecretNames } from '../../src/tenants/create.ts';
-import { RELEASE_NAME } from '../../src/tenants/provision.ts';
-import { refreshAdapterToken } from '../../src/tenants/token-refresh.ts';
+import { installSecretNames } from '../../src/domains/tenants/tenant-creation.ts';
+import { RELEASE_NAME } from '../../src/orchestrator/provision.ts';
+import { refreshAdapterToken } from '../../src/orchestrator/token-refresh.ts';
 import { createTestNamespace, serviceAccountKubeconfig } from '../../testcluster/harness.ts';
 import { mergeValues, renderSystemChart, sampleValues } from '../policies/system-chart.ts';
 import { getTestCluster, waitUntil } from '../support/cluster.ts';

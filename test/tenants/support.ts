@@ -11,21 +11,21 @@ import { createNamespaceStore } from '../../src/cluster/namespaces.ts';
 import { createSecretStore } from '../../src/cluster/secrets.ts';
 import { createSystemGate } from '../../src/db/system-gate.ts';
 import { createLogger } from '../../src/log/index.ts';
-import { BUNDLED_CHARTS_DIR, loadChartCatalog } from '../../src/tenants/catalog.ts';
+import { BUNDLED_CHARTS_DIR, loadChartCatalog } from '../../src/orchestrator/catalog.ts';
 import {
   DEFAULT_EDGE_PORT_BASE,
   DEFAULT_TIMING,
   type OrchestratorDeps,
   type OrchestratorTiming,
-} from '../../src/tenants/context.ts';
-import { ensureInstall } from '../../src/tenants/install.ts';
+} from '../../src/orchestrator/context.ts';
+import { ensureInstall } from '../../src/orchestrator/install.ts';
 import {
   createOrchestrator,
   createTenantLocks,
   type Orchestrator,
-} from '../../src/tenants/orchestrator.ts';
-import { SYSTEM_VERSION } from '../../src/tenants/runtime.ts';
-import { valuesPreview } from '../../src/tenants/values-preview.ts';
+} from '../../src/orchestrator/orchestrator.ts';
+import { SYSTEM_VERSION } from '../../src/orchestrator/runtime.ts';
+import { valuesPreview } from '../../src/orchestrator/values-preview.ts';
 import { createTestNamespace } from '../../testcluster/harness.ts';
 import { seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { getTestCluster, type TestCluster } from '../support/cluster.ts';

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { RELEASE_NAME } from '../../src/tenants/provision.ts';
-import { SYSTEM_VERSION } from '../../src/tenants/runtime.ts';
+import { RELEASE_NAME } from '../../src/orchestrator/provision.ts';
+import { SYSTEM_VERSION } from '../../src/orchestrator/runtime.ts';
 import { problemCode } from '../support/api.ts';
 import {
   activeTenant,

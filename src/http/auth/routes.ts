@@ -10,8 +10,8 @@ import {
   passwordLength,
 } from '../../auth/passwords.ts';
 import type { RateLimiter } from '../../auth/rate-limit.ts';
-import type { AuthService } from '../../auth/service.ts';
-import { normaliseEmail } from '../../auth/users.ts';
+import type { AuthService } from '../../domains/sessions/session-service.ts';
+import { normaliseEmail } from '../../domains/users/user-repository.ts';
 import { CLEAR_SESSION_COOKIE, sessionCookie } from '../authenticate.ts';
 import { addressBlock, clientAddress } from '../client-address.ts';
 import { implement } from '../contract.ts';

@@ -4,7 +4,7 @@ import {
   exchangeBootstrapCredential,
   readAdapterConfig,
   recordHeartbeat,
-} from '../../adapter/index.ts';
+} from '../../domains/adapter/index.ts';
 import type { ApiDeps } from '../app.ts';
 import { requireService } from '../authenticate.ts';
 import { implement } from '../contract.ts';

@@ -1,25 +1,25 @@
 import { Hono } from 'hono';
 import { msspTenantContract } from '../../../contracts/mssp.ts';
-import { writeAudit } from '../../audit/index.ts';
 import { MSSP_ROLES } from '../../auth/identity.ts';
 import { ClusterUnavailableError } from '../../cluster/secrets.ts';
 import { canUpgrade } from '../../db/compat.ts';
 import type { Transaction } from '../../db/tenant-context.ts';
-import { streamTenantEvents } from '../../events/index.ts';
-import { STRICT_OUTBOUND } from '../../net/outbound-url.ts';
-import { DEFAULT_EDGE_PORT_BASE, DEFAULT_TIMING } from '../../tenants/context.ts';
-import { createTenant, SlugTakenError } from '../../tenants/create.ts';
+import { writeAudit } from '../../domains/audit/audit-repository.ts';
+import { streamTenantEvents } from '../../domains/events/index.ts';
+import { ConfigInvalidError } from '../../domains/tenants/tenant-config.ts';
+import { createTenant, SlugTakenError } from '../../domains/tenants/tenant-creation.ts';
 import {
   IllegalTransitionError,
   lockTenantOrBusy,
   TenantBusyError,
   transition,
   transitionFor,
-} from '../../tenants/lifecycle.ts';
-import { edgePorts } from '../../tenants/provision.ts';
-import type { Drift } from '../../tenants/reconcile.ts';
-import { recordStep } from '../../tenants/steps.ts';
-import { ConfigInvalidError } from '../../tenants/validate-config.ts';
+} from '../../domains/tenants/tenant-lifecycle.ts';
+import { STRICT_OUTBOUND } from '../../net/outbound-url.ts';
+import { DEFAULT_EDGE_PORT_BASE, DEFAULT_TIMING } from '../../orchestrator/context.ts';
+import { edgePorts } from '../../orchestrator/provision.ts';
+import type { Drift } from '../../orchestrator/reconcile.ts';
+import { recordStep } from '../../orchestrator/steps.ts';
 import type { ApiDeps } from '../app.ts';
 import { requireRole, tenantOfRequest } from '../authenticate.ts';
 import { implement } from '../contract.ts';

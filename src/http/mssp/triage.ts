@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { type Context, Hono } from 'hono';
 import { msspTriageContract as contract } from '../../../contracts/mssp.ts';
-import { writeAudit } from '../../audit/index.ts';
 import { MSSP_ROLES } from '../../auth/identity.ts';
 import type { Transaction } from '../../db/tenant-context.ts';
-import { appendEvent } from '../../events/index.ts';
+import { writeAudit } from '../../domains/audit/audit-repository.ts';
+import { appendEvent } from '../../domains/events/index.ts';
 import type { ApiDeps } from '../app.ts';
 import { requireRole, tenantOfRequest } from '../authenticate.ts';
 import { implement } from '../contract.ts';

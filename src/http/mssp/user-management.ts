@@ -1,12 +1,12 @@
 import { Hono } from 'hono';
 import { msspUserManagementContract as contract } from '../../../contracts/mssp.ts';
-import { writeAudit } from '../../audit/index.ts';
 import { MSSP_ROLES, type Role } from '../../auth/identity.ts';
 import { generatePassword } from '../../auth/passwords.ts';
-import { revokeUserSessions } from '../../auth/sessions.ts';
-import { setPassword } from '../../auth/users.ts';
 import type { AuthMode } from '../../config/index.ts';
 import type { Transaction } from '../../db/tenant-context.ts';
+import { writeAudit } from '../../domains/audit/audit-repository.ts';
+import { revokeUserSessions } from '../../domains/sessions/session-repository.ts';
+import { setPassword } from '../../domains/users/user-repository.ts';
 import type { ApiDeps } from '../app.ts';
 import { requireRole, tenantOfRequest } from '../authenticate.ts';
 import { implement } from '../contract.ts';

@@ -1,13 +1,13 @@
 import { Hono } from 'hono';
 import { msspContract } from '../../../contracts/mssp.ts';
-import { writeAudit } from '../../audit/index.ts';
 import type { Role } from '../../auth/identity.ts';
 import { generatePassword, type PasswordHasher } from '../../auth/passwords.ts';
-import { revokeUserSessions } from '../../auth/sessions.ts';
-import { setPassword } from '../../auth/users.ts';
 import type { AppDatabase } from '../../db/pools.ts';
 import type { SystemGate } from '../../db/system-gate.ts';
 import type { AppTx } from '../../db/tenant-context.ts';
+import { writeAudit } from '../../domains/audit/audit-repository.ts';
+import { revokeUserSessions } from '../../domains/sessions/session-repository.ts';
+import { setPassword } from '../../domains/users/user-repository.ts';
 import { requireRole } from '../authenticate.ts';
 import { implement } from '../contract.ts';
 import { ProblemError } from '../problem.ts';

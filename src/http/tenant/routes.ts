@@ -1,6 +1,6 @@
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import { tenantContract } from '../../../contracts/tenant.ts';
-import { streamTenantEvents } from '../../events/index.ts';
+import { streamTenantEvents } from '../../domains/events/index.ts';
 import type { ApiDeps } from '../app.ts';
 import { requireRole } from '../authenticate.ts';
 import { implement } from '../contract.ts';

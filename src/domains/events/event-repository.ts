@@ -1,0 +1,153 @@
+import type { Transaction } from '../../db/tenant-context.ts';
+
+/** One row of `events` as the application sees it. Ids are decimal strings (bigint). */
+export interface StoredEvent {
+  id: string;
+  tenantId: string;
+  streamType: string;
+  streamId: string;
+  streamSeq: number;
+  type: string;
+  payload: unknown;
+  actor: string | null;
+  occurredAt: Date;
+  recordedAt: Date;
+}
+
+export interface AppendEventInput {
+  /** Must equal the transaction's tenant context; RLS rejects anything else. */
+  tenantId: string;
+  streamType: string;
+  streamId: string;
+  /** The position being written: exactly one past the stream's last event (1 for a new one). */
+  streamSeq: number;
+  type: string;
+  payload?: unknown;
+  actor?: string | null;
+  occurredAt?: Date;
+}
+
+/** Another writer got to this stream position first (or the caller's view of it is stale). */
+export class StreamConflictError extends Error {
+  override name = 'StreamConflictError';
+  constructor(
+    readonly streamId: string,
+    readonly expectedSeq: number,
+    readonly currentSeq: number,
+  ) {
+    super(`stream ${streamId}: cannot append at ${expectedSeq}, the stream is at ${currentSeq}`);
+  }
+}
+
+// Postgres bigint is signed 64-bit; ids are drawn from an identity starting at 1.
+const MAX_EVENT_ID = 9_223_372_036_854_775_807n;
+const DIGITS = /^\d{1,19}$/;
+
+/** A decimal event id (as sent back in Last-Event-ID), or undefined when it is not one. */
+export function parseEventId(value: string): bigint | undefined {
+  if (!DIGITS.test(value)) return undefined;
+  const id = BigInt(value);
+  return id <= MAX_EVENT_ID ? id : undefined;
+}
+
+interface EventRow {
+  id: string;
+  tenant_id: string;
+  stream_type: string;
+  stream_id: string;
+  stream_seq: number;
+  type: string;
+  payload: unknown;
+  actor: string | null;
+  occurred_at: Date;
+  recorded_at: Date;
+}
+
+const COLUMNS = `id, tenant_id, stream_type, stream_id, stream_seq, type, payload, actor,
+  occurred_at, recorded_at`;
+
+function toEvent(row: EventRow): StoredEvent {
+  return {
+    id: row.id,
+    tenantId: row.tenant_id,
+    streamType: row.stream_type,
+    streamId: row.stream_id,
+    streamSeq: row.stream_seq,
+    type: row.type,
+    payload: row.payload,
+    actor: row.actor,
+    occurredAt: row.occurred_at,
+    recordedAt: row.recorded_at,
+  };
+}
+
+async function currentSeq(tx: Transaction, streamId: string): Promise<number> {
+  const { rows } = await tx.query<{ seq: number }>(
+    'SELECT coalesce(max(stream_seq), 0) AS seq FROM events WHERE stream_id = $1',
+    [streamId],
+  );
+  return rows[0]?.seq ?? 0;
+}
+
+/**
+ * Appends one event inside the caller's withTenant transaction. The position check is
+ * optimistic: a stale position fails before writing, and a concurrent writer that wins the
+ * same position makes the insert a no-op (ON CONFLICT DO NOTHING) rather than a unique
+ * violation, so the caller's transaction stays usable after a StreamConflictError.
+ */
+export async function appendEvent(tx: Transaction, input: AppendEventInput): Promise<StoredEvent> {
+  if (!Number.isInteger(input.streamSeq) || input.streamSeq < 1)
+    throw new RangeError(`streamSeq must be a positive integer, got ${input.streamSeq}`);
+  const before = await currentSeq(tx, input.streamId);
+  if (before !== input.streamSeq - 1)
+    throw new StreamConflictError(input.streamId, input.streamSeq, before);
+  const { rows } = await tx.query<EventRow>(
+    `INSERT INTO events
+       (tenant_id, stream_type, stream_id, stream_seq, type, payload, actor, occurred_at)
+     VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7, coalesce($8, now()))
+     ON CONFLICT (tenant_id, stream_id, stream_seq) DO NOTHING
+     RETURNING ${COLUMNS}`,
+    [
+      input.tenantId,
+      input.streamType,
+      input.streamId,
+      input.streamSeq,
+      input.type,
+      JSON.stringify(input.payload ?? {}),
+      input.actor ?? null,
+      input.occurredAt ?? null,
+    ],
+  );
+  const row = rows[0];
+  if (!row)
+    throw new StreamConflictError(
+      input.streamId,
+      input.streamSeq,
+      await currentSeq(tx, input.streamId),
+    );
+  return toEvent(row);
+}
+
+/**
+ * Events after `afterId` in id order, at most `limit`. No tenant parameter on purpose: the
+ * transaction's tenant context (RLS) decides whose events these are.
+ */
+export async function readEventsAfter(
+  tx: Transaction,
+  afterId: bigint | string,
+  limit: number,
+): Promise<StoredEvent[]> {
+  const { rows } = await tx.query<EventRow>(
+    `SELECT ${COLUMNS} FROM events WHERE id > $1::bigint ORDER BY id LIMIT $2`,
+    [String(afterId), limit],
+  );
+  return rows.map(toEvent);
+}
+
+/** The highest event id visible in the transaction's tenant context (0n when none). */
+export async function latestEventId(tx: Transaction): Promise<bigint> {
+  const { rows } = await tx.query<{ id: string }>(
+    'SELECT coalesce(max(id), 0)::text AS id FROM events',
+  );
+  return BigInt(rows[0]?.id ?? '0');
+}

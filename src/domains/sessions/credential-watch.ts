@@ -1,0 +1,257 @@
+import {
+  type Credential,
+  type CredentialEnd,
+  expiryAt,
+  hardDeadline,
+} from '../../auth/credential.ts';
+import type { Role } from '../../auth/identity.ts';
+import type { AppDatabase } from '../../db/pools.ts';
+import type { Transaction } from '../../db/tenant-context.ts';
+import { findSessionsById, isLive, type SessionRow } from './session-repository.ts';
+
+/**
+ * How often open credentials are re-checked against the database: a revocation (logout,
+ * password reset, deactivation) reaches open streams within this. Expiry needs no pass: a
+ * timer per credential fires at its deadline.
+ */
+export const CREDENTIAL_RECHECK_MS = 5_000;
+
+/** Timers cannot be longer than this (about 24.8 days); a later deadline re-arms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** One watched credential, for as long as the work that holds it lasts. */
+export interface CredentialLease {
+  /** Resolves once the credential no longer holds, with why. */
+  readonly ended: Promise<CredentialEnd>;
+  /** The end if it has come, judged now: a passed hard deadline counts before its timer fires. */
+  check(): CredentialEnd | undefined;
+  /** Stops watching (the work ended for another reason). */
+  release(): void;
+}
+
+export interface CredentialWatch {
+  watch(credential: Credential): CredentialLease;
+  status(): { watched: number; passes: number };
+}
+
+export interface CredentialWatchOptions {
+  db: AppDatabase;
+  now: () => Date;
+  recheckMs?: number;
+  /** A re-check that could not read the database, for logging; the watched credentials stay. */
+  onError?: (error: unknown) => void;
+}
+
+interface UserState {
+  id: string;
+  role: Role;
+  tenant_id: string | null;
+  disabled_at: Date | null;
+  must_change: boolean;
+}
+
+class Lease implements CredentialLease {
+  readonly ended: Promise<CredentialEnd>;
+  credential: Credential;
+  end: CredentialEnd | undefined;
+  timer: NodeJS.Timeout | undefined;
+  #resolve: (end: CredentialEnd) => void = () => undefined;
+  readonly #watch: Watch;
+
+  constructor(watch: Watch, credential: Credential) {
+    this.#watch = watch;
+    this.credential = credential;
+    this.ended = new Promise((resolve) => {
+      this.#resolve = resolve;
+    });
+  }
+
+  check(): CredentialEnd | undefined {
+    if (!this.end) {
+      const expired = expiryAt(this.credential, this.#watch.now());
+      if (expired) this.finish(expired);
+    }
+    return this.end;
+  }
+
+  finish(end: CredentialEnd): void {
+    if (this.end) return;
+    this.end = end;
+    this.#resolve(end);
+    this.release();
+  }
+
+  release(): void {
+    this.#watch.forget(this);
+  }
+}
+
+/**
+ * One per process: every credential held open (by an event stream) is re-checked in one pass
+ * per interval, not one query per holder. A pass reads all watched sessions in one query and
+ * the users in one query per RLS scope (MSSP staff in the same transaction as the sessions,
+ * customer users per tenant because RLS hides them otherwise), so its cost follows the number
+ * of tenants with open streams, not the number of streams. Whatever the request middleware
+ * would refuse now (a revoked or expired session, a disabled or re-roled user, a forced
+ * password change) ends the credential's leases with the reason.
+ */
+export function createCredentialWatch(options: CredentialWatchOptions): CredentialWatch {
+  return new Watch(options);
+}
+
+class Watch implements CredentialWatch {
+  readonly now: () => Date;
+  readonly #db: AppDatabase;
+  readonly #recheckMs: number;
+  readonly #onError: (error: unknown) => void;
+  readonly #leases = new Set<Lease>();
+  #interval: NodeJS.Timeout | undefined;
+  #running = false;
+  #passes = 0;
+
+  constructor(options: CredentialWatchOptions) {
+    this.#db = options.db;
+    this.now = options.now;
+    this.#recheckMs = options.recheckMs ?? CREDENTIAL_RECHECK_MS;
+    this.#onError = options.onError ?? (() => undefined);
+  }
+
+  watch(credential: Credential): CredentialLease {
+    const lease = new Lease(this, credential);
+    this.#leases.add(lease);
+    this.#arm(lease);
+    if (lease.check()) return lease;
+    // Idle while nothing is watched: no timer keeps the process awake or queries for nobody.
+    if (!this.#interval) {
+      this.#interval = setInterval(() => void this.#pass(), this.#recheckMs);
+      this.#interval.unref();
+    }
+    return lease;
+  }
+
+  status(): { watched: number; passes: number } {
+    return { watched: this.#leases.size, passes: this.#passes };
+  }
+
+  forget(lease: Lease): void {
+    clearTimeout(lease.timer);
+    this.#leases.delete(lease);
+    if (this.#leases.size === 0 && this.#interval) {
+      clearInterval(this.#interval);
+      this.#interval = undefined;
+    }
+  }
+
+  /**
+   * A timer at the next deadline. At a hard one the lease ends; at a session's idle expiry
+   * the row decides at once (other requests may have slid it), so a stream does not outlive
+   * it by more than one query. If the clock says the deadline has not come (it was moved),
+   * the timer re-arms.
+   */
+  #arm(lease: Lease): void {
+    clearTimeout(lease.timer);
+    const { credential } = lease;
+    const hard = hardDeadline(credential);
+    const idle = credential.kind === 'session' ? credential.idleExpiry : undefined;
+    const next = [hard, idle].filter((d) => d !== undefined).sort((a, b) => +a - +b)[0];
+    if (next === undefined) return;
+    const ms = Math.min(Math.max(next.getTime() - this.now().getTime(), 0), MAX_TIMER_MS);
+    lease.timer = setTimeout(() => {
+      if (lease.check()) return;
+      if (idle !== undefined && this.now() >= idle) void this.#run([lease]);
+      else this.#arm(lease);
+    }, ms);
+    lease.timer.unref();
+  }
+
+  #pass(): Promise<void> {
+    if (this.#running) return Promise.resolve();
+    this.#running = true;
+    return this.#run([...this.#leases]).finally(() => {
+      this.#running = false;
+      this.#passes++;
+    });
+  }
+
+  async #run(leases: Lease[]): Promise<void> {
+    try {
+      await this.#recheck(leases);
+    } catch (error) {
+      // The database is unreachable, so nobody can revoke anything either; hard deadlines
+      // still hold, and the next pass judges whatever happened meanwhile.
+      this.#onError(error);
+    }
+  }
+
+  async #recheck(leases: Lease[]): Promise<void> {
+    const sessionIds = new Set<string>();
+    const usersByScope = new Map<string | null, Set<string>>([[null, new Set()]]);
+    for (const { credential } of leases) {
+      if (credential.kind === 'session') sessionIds.add(credential.sessionId);
+      const scope = usersByScope.get(credential.userTenant) ?? new Set<string>();
+      scope.add(credential.userId);
+      usersByScope.set(credential.userTenant, scope);
+    }
+    const sessions = new Map<string, SessionRow>();
+    const users = new Map<string, UserState>();
+    // Sessions are not tenant-scoped, and MSSP users are visible without a tenant context.
+    await this.#db.withoutTenant(async (tx) => {
+      if (sessionIds.size > 0)
+        for (const row of await findSessionsById(tx, [...sessionIds])) sessions.set(row.id, row);
+      for (const row of await readUsers(tx, usersByScope.get(null) ?? new Set()))
+        users.set(row.id, row);
+    });
+    for (const [scope, ids] of usersByScope) {
+      if (scope === null) continue;
+      for (const row of await this.#db.withTenant(scope, (tx) => readUsers(tx, ids)))
+        users.set(row.id, row);
+    }
+    const now = this.now();
+    for (const lease of leases) {
+      const { credential } = lease;
+      const session = credential.kind === 'session' ? sessions.get(credential.sessionId) : null;
+      const end = judge(credential, users.get(credential.userId), session, now);
+      if (end) lease.finish(end);
+      else if (session && credential.kind === 'session') {
+        // Other requests of the session may have slid its idle expiry; the stream follows.
+        lease.credential = { ...credential, idleExpiry: session.idle_expiry };
+        this.#arm(lease);
+      }
+    }
+  }
+}
+
+/**
+ * What the request middleware would say about this credential now. `session` is null for
+ * credentials that are not sessions and undefined for a session whose row is gone.
+ */
+function judge(
+  credential: Credential,
+  user: UserState | undefined,
+  session: SessionRow | null | undefined,
+  now: Date,
+): CredentialEnd | undefined {
+  if (!user || user.disabled_at !== null) return { event: 'revoked', reason: 'user_disabled' };
+  if (user.role !== credential.role || user.tenant_id !== credential.userTenant)
+    return { event: 'revoked', reason: 'role_changed' };
+  if (session !== null) {
+    if (!session || session.revoked_at !== null)
+      return { event: 'revoked', reason: 'session_revoked' };
+    if (!isLive(session, now)) return { event: 'expired', reason: 'session_expired' };
+  }
+  // Proxy mode never asks for a password change: the proxy authenticates.
+  if (credential.kind !== 'proxy' && user.must_change)
+    return { event: 'revoked', reason: 'password_change_required' };
+  return expiryAt(credential, now);
+}
+
+async function readUsers(tx: Transaction, ids: Set<string>): Promise<UserState[]> {
+  if (ids.size === 0) return [];
+  const { rows } = await tx.query<UserState>(
+    `SELECT u.id, u.role, u.tenant_id, u.disabled_at, coalesce(c.must_change, false) AS must_change
+       FROM users u LEFT JOIN password_credentials c ON c.user_id = u.id
+      WHERE u.id = ANY($1::uuid[])`,
+    [[...ids]],
+  );
+  return rows;
+}

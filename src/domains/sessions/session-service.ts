@@ -1,0 +1,239 @@
+import { type Identity, identityOf } from '../../auth/identity.ts';
+import type { PasswordHasher } from '../../auth/passwords.ts';
+import type { AuthMode } from '../../config/index.ts';
+import type { AppDatabase } from '../../db/pools.ts';
+import type { Transaction } from '../../db/tenant-context.ts';
+import { writeAudit } from '../audit/audit-repository.ts';
+import { findLogin, findUser, normaliseEmail, setPassword } from '../users/user-repository.ts';
+import {
+  createSession,
+  findSessionBySecret,
+  isLive,
+  revokeSession,
+  revokeUserSessions,
+  type SessionRow,
+  touchSession,
+} from './session-repository.ts';
+
+export const LOCKOUT_THRESHOLD = 10;
+export const LOCKOUT_WINDOW_MS = 15 * 60 * 1000;
+export const LOCKOUT_DURATION_MS = 15 * 60 * 1000;
+
+export type LoginResult =
+  /** `secret` is the cookie value; only its hash is stored. */
+  | { kind: 'ok'; identity: Identity; session: SessionRow; secret: string }
+  | { kind: 'invalid' }
+  | { kind: 'locked'; unlockAt: Date };
+
+export type ChangeResult =
+  | { kind: 'ok'; revokedSessions: number }
+  | { kind: 'wrong_password' }
+  | { kind: 'unchanged' };
+
+export interface AuthServiceDeps {
+  db: AppDatabase;
+  hasher: PasswordHasher;
+  now: () => Date;
+  authMode: AuthMode;
+}
+
+export function createAuthService({ db, hasher, now, authMode }: AuthServiceDeps) {
+  return {
+    /** Spec §3.2, §3.3, §5.4, §6.1. Never tells an unknown email from a wrong password. */
+    async login(input: {
+      email: string;
+      password: string;
+      ip: string | null;
+      userAgent: string | null;
+    }): Promise<LoginResult> {
+      const email = normaliseEmail(input.email);
+      const record = await db.withoutTenant((tx) => findLogin(tx, email));
+      if (!record?.credential || record.disabled_at !== null) {
+        await hasher.verifyDummy(input.password);
+        await db.withoutTenant((tx) =>
+          writeAudit(tx, {
+            tenantId: null,
+            actorPrincipal: 'User',
+            actorId: record?.id ?? 'anonymous',
+            action: 'auth.login.failure',
+            resourceType: 'user',
+            resourceId: record?.id ?? null,
+            details: { reason: 'unknown_email', email, ip: input.ip },
+          }),
+        );
+        return { kind: 'invalid' };
+      }
+      const user = record;
+      const credential = record.credential;
+      const audit = (tx: Transaction, action: string, details: Record<string, unknown> = {}) =>
+        writeAudit(tx, {
+          tenantId: user.tenant_id,
+          actorPrincipal: 'User',
+          actorId: user.id,
+          action,
+          resourceType: 'user',
+          resourceId: user.id,
+          details: { ip: input.ip, ...details },
+        });
+
+      if (credential.locked_until && credential.locked_until > now()) {
+        await db.withScope(user.tenant_id, (tx) =>
+          audit(tx, 'auth.login.failure', { reason: 'locked' }),
+        );
+        return { kind: 'locked', unlockAt: credential.locked_until };
+      }
+
+      const verdict = await hasher.verify(credential.password_hash, input.password);
+      if (!verdict.ok) {
+        return db.withScope(user.tenant_id, async (tx) => {
+          await audit(tx, 'auth.login.failure', { reason: 'bad_password' });
+          const locked = await recordFailure(tx, user.id, now());
+          if (!locked) return { kind: 'invalid' } as const;
+          await writeAudit(tx, {
+            tenantId: user.tenant_id,
+            actorPrincipal: 'System',
+            actorId: 'system:auth',
+            action: 'auth.lockout.triggered',
+            resourceType: 'user',
+            resourceId: user.id,
+            after: { locked_until: locked.toISOString() },
+            details: { threshold: LOCKOUT_THRESHOLD },
+          });
+          return { kind: 'locked', unlockAt: locked } as const;
+        });
+      }
+
+      const rehash = verdict.needsRehash ? await hasher.hash(input.password) : undefined;
+      return db.withScope(user.tenant_id, async (tx) => {
+        const at = now();
+        await tx.query(
+          `UPDATE password_credentials
+              SET consecutive_failures = 0, first_failure_at = NULL, locked_until = NULL,
+                  last_used_at = $2, password_hash = coalesce($3, password_hash)
+            WHERE user_id = $1`,
+          [user.id, at, rehash ?? null],
+        );
+        const { session, secret } = await createSession(tx, {
+          userId: user.id,
+          tenantContext: user.tenant_id,
+          ip: input.ip,
+          userAgent: input.userAgent,
+          now: at,
+        });
+        await audit(tx, 'auth.login.success', {
+          session_id: session.id,
+          rehashed: rehash !== undefined,
+        });
+        const identity = identityOf(user, {
+          auth_mode: authMode,
+          must_change: credential.must_change,
+          session_id: session.id,
+          via: 'session',
+        });
+        return { kind: 'ok', identity, session, secret } as const;
+      });
+    },
+
+    /**
+     * Spec §5.5: the session row found by the cookie's secret decides; a live one slides its
+     * idle expiry. The returned session carries the expiries after this request.
+     */
+    async authenticate(
+      secret: string,
+    ): Promise<{ identity: Identity; session: SessionRow } | undefined> {
+      const at = now();
+      // Expendable: a request that then fails may drop the last-seen touch with its own work.
+      const session = await db.withoutTenant((tx) => findSessionBySecret(tx, secret), {
+        expendable: true,
+      });
+      if (!isLive(session, at)) return undefined;
+      return db.withScope(
+        session.tenant_context,
+        async (tx) => {
+          const user = await findUser(tx, session.user_id);
+          if (!user || user.disabled_at !== null) return undefined;
+          const touched = await touchSession(tx, session, at);
+          const identity = identityOf(user, {
+            auth_mode: authMode,
+            must_change: user.must_change,
+            session_id: session.id,
+            via: 'session',
+          });
+          return { identity, session: touched };
+        },
+        { expendable: true },
+      );
+    },
+
+    /** Revokes only the current session (spec §3.2). */
+    async logout(identity: Identity): Promise<void> {
+      const sessionId = identity.session_id;
+      if (!sessionId) return;
+      await db.withScope(identity.tenant_id, async (tx) => {
+        await revokeSession(tx, sessionId, now());
+        await writeAudit(tx, {
+          tenantId: identity.tenant_id,
+          actorPrincipal: 'User',
+          actorId: identity.user_id,
+          action: 'auth.logout',
+          resourceType: 'session',
+          resourceId: sessionId,
+        });
+      });
+    },
+
+    /** Spec §3.2, §3.3: the changing session stays live, every other one is revoked. */
+    async changePassword(identity: Identity, current: string, next: string): Promise<ChangeResult> {
+      const record = await db.withoutTenant((tx) => findLogin(tx, identity.email));
+      if (!record?.credential) return { kind: 'wrong_password' };
+      const verdict = await hasher.verify(record.credential.password_hash, current);
+      if (!verdict.ok) return { kind: 'wrong_password' };
+      if (current === next) return { kind: 'unchanged' };
+      const hash = await hasher.hash(next);
+      return db.withScope(identity.tenant_id, async (tx) => {
+        const at = now();
+        await setPassword(tx, identity.user_id, hash, false, at);
+        const revoked = await revokeUserSessions(tx, identity.user_id, at, identity.session_id);
+        await writeAudit(tx, {
+          tenantId: identity.tenant_id,
+          actorPrincipal: 'User',
+          actorId: identity.user_id,
+          action: 'auth.password.changed',
+          resourceType: 'user',
+          resourceId: identity.user_id,
+          details: { revoked_sessions: revoked },
+        });
+        return { kind: 'ok', revokedSessions: revoked } as const;
+      });
+    },
+  };
+}
+
+export type AuthService = ReturnType<typeof createAuthService>;
+
+/**
+ * Counts one failure in the current 15-minute streak; returns the lock expiry when this
+ * failure reached the threshold. The increment is one statement, so concurrent failures
+ * cannot undercount, and only one of two racing threshold crossings sets the lock.
+ */
+async function recordFailure(tx: Transaction, userId: string, at: Date): Promise<Date | undefined> {
+  const windowStart = new Date(at.getTime() - LOCKOUT_WINDOW_MS);
+  const { rows } = await tx.query<{ failures: number }>(
+    `UPDATE password_credentials
+        SET consecutive_failures = CASE WHEN first_failure_at IS NULL OR first_failure_at <= $2
+                                        THEN 1 ELSE consecutive_failures + 1 END,
+            first_failure_at = CASE WHEN first_failure_at IS NULL OR first_failure_at <= $2
+                                    THEN $3 ELSE first_failure_at END
+      WHERE user_id = $1
+      RETURNING consecutive_failures AS failures`,
+    [userId, windowStart, at],
+  );
+  if ((rows[0]?.failures ?? 0) < LOCKOUT_THRESHOLD) return undefined;
+  const locked = await tx.query<{ locked_until: Date }>(
+    `UPDATE password_credentials SET locked_until = $2
+      WHERE user_id = $1 AND (locked_until IS NULL OR locked_until <= $3)
+      RETURNING locked_until`,
+    [userId, new Date(at.getTime() + LOCKOUT_DURATION_MS), at],
+  );
+  return locked.rows[0]?.locked_until;
+}

@@ -1,0 +1,128 @@
+import type { Context } from 'hono';
+import { type SSEMessage, type SSEStreamingApi, streamSSE } from 'hono/streaming';
+import type { AppDatabase } from '../db/pools.ts';
+import { parseEventId, type StoredEvent } from '../domains/events/event-repository.ts';
+import type { EventHub } from '../domains/events/hub.ts';
+import type { Subscription } from '../domains/events/subscription.ts';
+import {
+  type CredentialLease,
+  type CredentialWatch,
+  createCredentialWatch,
+} from '../domains/sessions/credential-watch.ts';
+import { problem } from './problem.ts';
+
+/** The `data:` of one stream event; `id` stays a string because ids are 64-bit. */
+export interface StreamEventData {
+  id: string;
+  type: string;
+  stream_type: string;
+  stream_id: string;
+  stream_seq: number;
+  occurred_at: string;
+  payload: unknown;
+}
+
+export function toSseMessage(event: StoredEvent): SSEMessage {
+  const data: StreamEventData = {
+    id: event.id,
+    type: event.type,
+    stream_type: event.streamType,
+    stream_id: event.streamId,
+    stream_seq: event.streamSeq,
+    occurred_at: event.occurredAt.toISOString(),
+    payload: event.payload,
+  };
+  return { id: event.id, event: event.type, data: JSON.stringify(data) };
+}
+
+/** What a stream needs: the process's hub, and the database and clock its credential is judged by. */
+export interface StreamDeps {
+  events: EventHub;
+  db: AppDatabase;
+  now: () => Date;
+}
+
+/**
+ * One credential watch per process, shared by every stream route: keyed by the hub, which is
+ * already the one per-process object both routes stream from, so a process runs one re-check
+ * pass per interval however many streams and routes it serves.
+ */
+const watches = new WeakMap<EventHub, CredentialWatch>();
+
+export function credentialWatchOf(deps: StreamDeps): CredentialWatch {
+  let watch = watches.get(deps.events);
+  if (!watch) {
+    watch = createCredentialWatch({ db: deps.db, now: deps.now });
+    watches.set(deps.events, watch);
+  }
+  return watch;
+}
+
+/**
+ * Streams one tenant's events as server-sent events. The caller has already decided, by route
+ * and identity, which tenant this is; the subscription stays bound to it. A Last-Event-ID that
+ * is not a decimal event id is refused with 400 `invalid_last_event_id` before subscribing:
+ * browsers only echo ids this endpoint sent, so anything else is a client bug worth surfacing.
+ *
+ * The stream lives no longer than the credential that opened it (issue 10 item 3): it ends at
+ * the credential's deadline and within one re-check interval of a revocation, with a last
+ * `revoked` or `expired` event saying why, and nothing is written once the credential is gone.
+ */
+export async function streamTenantEvents(
+  c: Context,
+  deps: StreamDeps,
+  tenantId: string,
+): Promise<Response> {
+  const header = c.req.header('last-event-id')?.trim();
+  if (header && parseEventId(header) === undefined)
+    return problem(c, 400, 'invalid_last_event_id', 'Last-Event-ID must be a decimal event id.');
+  const credential = c.get('credential');
+  if (!credential) throw new Error('an event stream needs the credential that authenticated it');
+  const lease = credentialWatchOf(deps).watch(credential);
+  let subscription: Subscription;
+  try {
+    subscription = await deps.events.subscribe(tenantId, header ? { lastEventId: header } : {});
+  } catch (error) {
+    lease.release();
+    throw error;
+  }
+  // Reverse proxies (nginx) would otherwise hold events back in their buffers.
+  c.header('X-Accel-Buffering', 'no');
+  const response = streamSSE(c, (stream) => pump(stream, subscription, lease));
+  // streamSSE sets no-cache (store, but revalidate); one tenant's events must not be stored.
+  response.headers.set('Cache-Control', 'no-store');
+  return response;
+}
+
+async function pump(
+  stream: SSEStreamingApi,
+  subscription: Subscription,
+  lease: CredentialLease,
+): Promise<void> {
+  stream.onAbort(() => subscription.close());
+  // The client may have gone between subscribing and this callback starting.
+  if (stream.aborted) subscription.close();
+  // Wakes a stream waiting for events, so an idle one ends at once too.
+  void lease.ended.then(() => subscription.close());
+  try {
+    for await (const message of subscription) {
+      // Judged before every write: nothing reaches the client once the credential is gone.
+      if (lease.check()) break;
+      if (message.kind === 'heartbeat') await stream.write(': heartbeat\n\n');
+      else await stream.writeSSE(toSseMessage(message.event));
+    }
+    const end = lease.check();
+    if (end) {
+      // No id: the client's Last-Event-ID stays at the last event it really got.
+      if (!stream.aborted)
+        await stream.writeSSE({ event: end.event, data: JSON.stringify({ reason: end.reason }) });
+      return;
+    }
+    // Tells the client why the stream ends; it reconnects with Last-Event-ID and loses nothing.
+    if (subscription.closeReason && subscription.closeReason !== 'unsubscribed')
+      await stream.write(`: closed ${subscription.closeReason}\n\n`);
+  } finally {
+    lease.release();
+    subscription.close();
+  }
+}

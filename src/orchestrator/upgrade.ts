@@ -1,0 +1,89 @@
+import { writeAudit } from '../domains/audit/audit-repository.ts';
+import { ORCHESTRATOR_ACTOR, type OrchestratorDeps } from './context.ts';
+import { bindServiceIdentity, loadTenant, RELEASE_NAME, renderFor } from './provision.ts';
+import { namespaceOf } from './render.ts';
+import { recordStep } from './steps.ts';
+
+/**
+ * The orchestrator's half of `POST /api/mssp/tenants/{id}:upgrade` (spec §3.1 last paragraph,
+ * §9.4 "Upgrade flow"): the API checked the matrix and recorded the target; here the package is
+ * upgraded and its rollout waited for (helm's watcher, bounded by the readiness timeout). On
+ * failure the release is rolled back to the revision that ran before. The tenant's state does
+ * not change either way; the lifecycle records the outcome.
+ */
+export async function advanceUpgrade(
+  deps: OrchestratorDeps,
+  tenantId: string,
+  signal: AbortSignal,
+): Promise<void> {
+  const tenant = await deps.db.withoutTenant((tx) => loadTenant(tx, tenantId));
+  if (tenant?.state !== 'active' || tenant.upgrade_target === null) return;
+  const target = tenant.upgrade_target;
+  const namespace = namespaceOf(tenant.slug);
+  await bindServiceIdentity(deps, namespace);
+  const before = await deps.helm.status({ release: RELEASE_NAME, namespace });
+  let outcome: { ok: true } | { ok: false; error: string; rolledBackTo: number | null };
+  try {
+    const { chart, values } = await renderFor(deps, tenant, target);
+    await deps.helm.upgrade({
+      release: RELEASE_NAME,
+      namespace,
+      chart: chart.path,
+      values,
+      timeoutMs: deps.timing.readinessTimeoutMs,
+      wait: true,
+    });
+    outcome = { ok: true };
+  } catch (error) {
+    signal.throwIfAborted();
+    const message = error instanceof Error ? error.message.slice(0, 2000) : String(error);
+    let rolledBackTo: number | null = null;
+    if (before) {
+      await deps.helm.rollback({
+        release: RELEASE_NAME,
+        namespace,
+        revision: before.revision,
+        timeoutMs: deps.timing.readinessTimeoutMs,
+        wait: true,
+      });
+      rolledBackTo = before.revision;
+    }
+    outcome = { ok: false, error: message, rolledBackTo };
+  }
+  await deps.db.withTenant(tenant.id, async (tx) => {
+    const from = tenant.chart_version;
+    if (outcome.ok) {
+      // Compare-and-set on what this run started from: the chart version is only written for
+      // the upgrade still asked for on a tenant still active.
+      await tx.query(
+        `UPDATE tenants SET chart_version = $2, upgrade_target = NULL, updated_at = now()
+          WHERE id = $1 AND state = 'active' AND upgrade_target = $2`,
+        [tenant.id, target],
+      );
+      await recordStep(tx, tenant.id, 'upgraded', ORCHESTRATOR_ACTOR, { from, to: target });
+    } else {
+      await tx.query(
+        `UPDATE tenants SET upgrade_target = NULL, updated_at = now()
+          WHERE id = $1 AND upgrade_target = $2`,
+        [tenant.id, target],
+      );
+      await recordStep(tx, tenant.id, 'upgrade_failed', ORCHESTRATOR_ACTOR, {
+        from,
+        to: target,
+        error: outcome.error,
+        rolled_back_to_revision: outcome.rolledBackTo,
+      });
+    }
+    await writeAudit(tx, {
+      tenantId: tenant.id,
+      actorPrincipal: 'System',
+      actorId: ORCHESTRATOR_ACTOR,
+      action: outcome.ok ? 'tenant.upgrade.complete' : 'tenant.upgrade.fail',
+      resourceType: 'tenant',
+      resourceId: tenant.id,
+      before: { chart_version: from },
+      after: { chart_version: outcome.ok ? target : from },
+      details: outcome.ok ? {} : { error: outcome.error },
+    });
+  });
+}

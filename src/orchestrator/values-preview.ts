@@ -1,0 +1,31 @@
+import type { ValuesPreview } from '../domains/tenants/tenant-config.ts';
+import type { OrchestratorDeps } from './context.ts';
+import { installableVersion, StepFailure } from './provision.ts';
+import { renderTenantValues } from './render.ts';
+
+/**
+ * The orchestrator's renderer over the chart version a new tenant would get now, for the
+ * creation check (validate-config.ts). With no installable chart there is nothing to render
+ * against; the orchestrator reports that itself (`no_supported_chart`).
+ */
+export function valuesPreview(deps: OrchestratorDeps): ValuesPreview {
+  return async ({ tenant, config, hasLlmKey }) => {
+    let version: string;
+    try {
+      version = await installableVersion(deps);
+    } catch (error) {
+      if (error instanceof StepFailure) return;
+      throw error;
+    }
+    const chart = deps.catalog.get(version);
+    if (!chart) return;
+    renderTenantValues({
+      tenant,
+      config,
+      install: deps.install,
+      settings: deps.settings,
+      chartDefaults: chart.defaults,
+      hasLlmKey,
+    });
+  };
+}

@@ -3,11 +3,11 @@ import { generateKeyPairSync } from 'node:crypto';
  * How close does a full sign-in come to raw argon2id throughput, and does a burst of sign-ins
  * stay inside the memory the hash limit promises?
  *
- * One process holds everything but PostgreSQL (a scratch embedded server): the real app
- * (createApp + @hono/node-server on 127.0.0.1, ephemeral port) and the load generator (fetch
- * over keep-alive sockets). Keeping the server in this process means its RSS is simply
- * process.memoryUsage().rss; the load generator's own memory is counted too, which only makes
- * the memory figure more conservative.
+ * One process holds everything but PostgreSQL (a scratch embedded server): the real app (from
+ * src/app/compose.ts, on @hono/node-server at 127.0.0.1, ephemeral port) and the load
+ * generator (fetch over keep-alive sockets). Keeping the server in this process means its RSS
+ * is simply process.memoryUsage().rss; the load generator's own memory is counted too, which
+ * only makes the memory figure more conservative.
  *
  *   1. a burst of concurrent logins while RSS is sampled (run first, on a process that has not
  *      yet done hundreds of hashes, so earlier phases cannot inflate the baseline)
@@ -38,24 +38,15 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { serve } from '@hono/node-server';
 import { verify as argon2Verify } from '@node-rs/argon2';
-import { createOriginPolicy } from '../src/auth/csrf.ts';
-import {
-  createPasswordHasher,
-  generatePassword,
-  PASSWORD_PARAMS,
-  type PasswordHasher,
-} from '../src/auth/passwords.ts';
-import { type AuthConfig, loadConfig } from '../src/config/index.ts';
-import { type AppDatabase, createAppDatabase } from '../src/db/pools.ts';
+import { composeApi, composeCore } from '../src/app/compose.ts';
+import { generatePassword, PASSWORD_PARAMS, type PasswordHasher } from '../src/auth/passwords.ts';
+import { type AuthConfig, type Config, loadConfig } from '../src/config/index.ts';
+import type { AppDatabase } from '../src/db/pools.ts';
 import type { ScratchDatabase } from '../src/db/scratch.ts';
 import type { SystemGate } from '../src/db/system-gate.ts';
 import type { DatabaseTarget } from '../src/db/target.ts';
-import { createEventHub } from '../src/domains/events/index.ts';
-import { createAuthService } from '../src/domains/sessions/session-service.ts';
 import { setPassword } from '../src/domains/users/user-repository.ts';
-import { createApp } from '../src/http/app.ts';
 import { createLogger } from '../src/log/index.ts';
-import { createTokenService, signingKeyFromPem } from '../src/tokens/index.ts';
 import { percentile, readKernelPeak, resetKernelPeak, runOnScratchDatabase } from './harness.ts';
 
 const TARGET_RATIO = 0.85;
@@ -164,48 +155,44 @@ function throwawayKey(): string {
     .toString();
 }
 
-/** The same wiring as `svc serve`, with the loopback origin policy of an embedded install. */
-async function startServer(
-  target: DatabaseTarget,
-  db: AppDatabase,
-  hasher: PasswordHasher,
-  auth: AuthConfig,
-) {
-  const now = () => new Date();
-  const events = await createEventHub({ target, db });
-  const app = createApp({
+/** `svc serve`'s configuration with these sign-in settings. */
+function benchConfig(auth: AuthConfig): Config {
+  return {
+    ...loadConfig({}),
     authMode: 'internal',
     // The load generator is the loopback proxy that names each simulated client.
     trustedProxyCidrs: ['127.0.0.0/8'],
+    // Login mints no token; a throwaway key keeps the wiring identical to `svc serve`.
+    tokenKey: { kind: 'pem', pem: throwawayKey() },
+    auth,
+  };
+}
+
+/**
+ * The app from the composition root, with the loopback origin policy of an embedded install.
+ * A second server borrows the first one's pool (`db`), which then stays the first one's to close.
+ */
+async function startServer(target: DatabaseTarget, auth: AuthConfig, db?: AppDatabase) {
+  const core = await composeCore({
+    config: benchConfig(auth),
     logger: createLogger('silent'),
-    databaseReady: db.ping,
-    api: {
-      auth,
-      db,
-      system: NO_SYSTEM_GATE,
-      hasher,
-      origins: createOriginPolicy({
-        msspHostname: undefined,
-        customerHostname: undefined,
-        allowLoopback: true,
-      }),
-      now,
-      // Login mints no token; a throwaway key keeps the wiring identical to `svc serve`.
-      tokens: createTokenService({ key: await signingKeyFromPem(throwawayKey()), now }),
-      events,
-      service: createAuthService({ db, hasher, now, authMode: 'internal' }),
-    },
+    target,
+    ...(db ? { db } : {}),
   });
-  const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 });
+  const api = await composeApi({ ...core, system: NO_SYSTEM_GATE }, { embedded: true });
+  const server = serve({ fetch: api.app.fetch, hostname: '127.0.0.1', port: 0 });
   await new Promise((resolve) => server.once('listening', resolve));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
+    db: core.db,
+    hasher: core.hasher,
     close: async () => {
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      await events.close();
+      await api.close();
+      await core.close();
     },
-  } satisfies Server;
+  };
 }
 
 /** MSSP analysts (no tenant), each with its own random password hashed at production cost. */
@@ -542,15 +529,10 @@ function printFlood(result: FloodResult, attempts: number, auth: AuthConfig): bo
 async function benchmark(scratch: ScratchDatabase, options: Options): Promise<void> {
   const { durationMs, concurrency } = options;
   const auth = benchAuthConfig();
-  const db = createAppDatabase(scratch.target);
-  const hasher = createPasswordHasher({
-    concurrency: auth.hashConcurrency,
-    queue: auth.hashQueue,
-  });
-  let server: Server | undefined;
+  let server: Awaited<ReturnType<typeof startServer>> | undefined;
   try {
-    const { users, sampleHash } = await seedUsers(db, hasher, options.users);
-    server = await startServer(scratch.target, db, hasher, auth);
+    server = await startServer(scratch.target, auth);
+    const { users, sampleHash } = await seedUsers(server.db, server.hasher, options.users);
     console.log(
       `login bench: ${availableParallelism()} cores, ${seconds(durationMs)} per side in` +
         ` ${options.rounds} alternating rounds, concurrency ${concurrency},` +
@@ -583,7 +565,7 @@ async function benchmark(scratch: ScratchDatabase, options: Options): Promise<vo
         hashConcurrency: HASH_CONCURRENCY,
         hashQueue: HASH_QUEUE,
       };
-      const limited = await startServer(scratch.target, db, hasher, production);
+      const limited = await startServer(scratch.target, production, server.db);
       try {
         floodVerdict = verdict(
           printFlood(await flood(limited, options.flood), options.flood, production),
@@ -598,7 +580,6 @@ async function benchmark(scratch: ScratchDatabase, options: Options): Promise<vo
     );
   } finally {
     await server?.close();
-    await db.close();
   }
 }
 

@@ -52,6 +52,7 @@ import { type AppDatabase, createAppDatabase } from '../src/db/pools.ts';
 import { type ScratchDatabase, startScratchDatabase } from '../src/db/scratch.ts';
 import { createSystemGate } from '../src/db/system-gate.ts';
 import { clientConfig } from '../src/db/target.ts';
+import { issueBootstrapCredential } from '../src/domains/adapter/adapter-service.ts';
 import { createLogger } from '../src/log/index.ts';
 import { BUNDLED_CHARTS_DIR, loadChartCatalog } from '../src/orchestrator/catalog.ts';
 import {
@@ -60,8 +61,9 @@ import {
   type OrchestratorDeps,
 } from '../src/orchestrator/context.ts';
 import { ensureInstall } from '../src/orchestrator/install.ts';
-import { createOrchestrator, createTenantLocks } from '../src/orchestrator/orchestrator.ts';
+import { createOrchestrator } from '../src/orchestrator/orchestrator.ts';
 import { SYSTEM_VERSION } from '../src/orchestrator/runtime.ts';
+import { createTenantLocks } from '../src/orchestrator/tenant-locks.ts';
 import { seedUser, startTestApi } from '../test/support/api.ts';
 import type { TestDatabase } from '../test/support/database.ts';
 import { startVolumeProvisioner, testStorageClass } from '../test/support/volumes.ts';
@@ -704,6 +706,7 @@ async function benchmark(o: Options, cleanups: Cleanup[], signal: AbortSignal): 
     kubeConfig,
     catalog,
     tokens: api.tokens,
+    issueBootstrapCredential,
     install: {
       msspId: install.msspId,
       installId: install.installId,

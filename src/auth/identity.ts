@@ -1,3 +1,4 @@
+import type * as s from 'zapatos/schema';
 import type { AuthMode } from '../config/index.ts';
 
 export type Role = 'platform_admin' | 'mssp_admin' | 'analyst' | 'customer_viewer';
@@ -27,14 +28,11 @@ export interface Identity {
   current_tenant: string | null;
 }
 
-export interface UserRow {
-  id: string;
-  tenant_id: string | null;
-  email: string;
-  display_name: string | null;
-  role: Role;
-  disabled_at: Date | null;
-}
+/** The user columns an identity is made of; `role` narrowed from the column's text. */
+export type UserRow = Pick<
+  s.users.Selectable,
+  'id' | 'tenant_id' | 'email' | 'display_name' | 'disabled_at'
+> & { role: Role };
 
 export function identityOf(
   user: UserRow,

@@ -1,19 +1,15 @@
 import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
+import { composeServices, openCore } from '../app/compose.ts';
 import { type PasswordWeakness, passwordWeakness } from '../auth/password-policy.ts';
 import {
-  createPasswordHasher,
   generatePassword,
   MAX_PASSWORD_LENGTH,
   MIN_PASSWORD_LENGTH,
   passwordLength,
 } from '../auth/passwords.ts';
 import type { Config } from '../config/index.ts';
-import { migrate } from '../db/migrate.ts';
-import { createAppDatabase } from '../db/pools.ts';
-import { openDatabase } from '../db/runtime.ts';
-import { clientConfig } from '../db/target.ts';
-import { createPlatformAdmin, setPasswordAsOperator } from '../domains/users/user-service.ts';
+import type { UserService } from '../domains/users/user-service.ts';
 import type { Logger } from '../log/index.ts';
 
 /** Asks on the terminal without echoing what is typed. */
@@ -83,24 +79,17 @@ async function obtainPassword(
   return { password, generated: false };
 }
 
-async function withAppDatabase<T>(
+/** The user service over the configured database, for the length of fn. */
+async function withUsers<T>(
   config: Config,
   logger: Logger,
-  fn: (db: ReturnType<typeof createAppDatabase>) => Promise<T>,
+  fn: (users: UserService) => Promise<T>,
 ): Promise<T> {
-  const runtime = await openDatabase(config, logger);
+  const core = await openCore(config, logger, { migrate: 'embedded', poolSize: 2 });
   try {
-    // The embedded database is svc's own: migrate it as `svc serve` would, so an account can be
-    // made before the first start (issue 16 item 6). An external one is left to `svc migrate`.
-    if (runtime.embedded) await migrate(clientConfig(runtime.target, 'admin'));
-    const db = createAppDatabase(runtime.target, 2);
-    try {
-      return await fn(db);
-    } finally {
-      await db.close();
-    }
+    return await fn(composeServices(core).users);
   } finally {
-    await runtime.stop();
+    await core.close();
   }
 }
 
@@ -111,8 +100,7 @@ export async function runSetPassword(
   generate: boolean,
 ): Promise<void> {
   const { password, generated } = await obtainPassword(generate);
-  const hasher = createPasswordHasher({ concurrency: 1, queue: 0 });
-  await withAppDatabase(config, logger, (db) => setPasswordAsOperator(db, hasher, email, password));
+  await withUsers(config, logger, (users) => users.resetPasswordByEmail(email, password));
   report(`password set for ${email}`, password, generated);
 }
 
@@ -123,8 +111,7 @@ export async function runCreateAdmin(
   generate: boolean,
 ): Promise<void> {
   const { password, generated } = await obtainPassword(generate);
-  const hasher = createPasswordHasher({ concurrency: 1, queue: 0 });
-  await withAppDatabase(config, logger, (db) => createPlatformAdmin(db, hasher, email, password));
+  await withUsers(config, logger, (users) => users.createPlatformAdmin(email, password));
   report(`platform_admin ${email} created`, password, generated);
 }
 

@@ -1,11 +1,11 @@
 import { Command, Option } from 'commander';
+import { runDbUrl, runMigrate, runPsql } from '../app/database-commands.ts';
 import { ConfigError, loadConfig } from '../config/index.ts';
 import { createLogger } from '../log/index.ts';
 import { runCreateAdmin, runSetPassword } from './auth.ts';
-import { runDbUrl, runMigrate, runPsql } from './database.ts';
 import { runOrchestrator } from './orchestrator.ts';
 import { serve } from './serve.ts';
-import { registerTenantCommands } from './tenants.ts';
+import { registerTenantCommands } from './tenants/commands.ts';
 
 function configOrExit() {
   try {

@@ -13,12 +13,12 @@ export interface AppDatabase {
     options?: ScopeOptions,
   ): Promise<T>;
   /** A transaction with no tenant context: install-scoped tables only; tenant rows read as zero. */
-  withoutTenant<T>(fn: (tx: InstallTx) => Promise<T>, options?: ScopeOptions): Promise<T>;
+  withoutTenant<T>(fn: (tx: InstallTx) => Promise<T>, options?: ScopeOptions<T>): Promise<T>;
   /** withTenant for a tenant id, withoutTenant for null (a row that belongs to no tenant). */
   withScope<T>(
     tenantId: string | null,
     fn: (tx: AppTx) => Promise<T>,
-    options?: ScopeOptions,
+    options?: ScopeOptions<T>,
   ): Promise<T>;
   /** Runs fn as one unit of work: every scope inside shares one connection and transaction. */
   unitOfWork<T>(fn: () => Promise<T>): Promise<T>;
@@ -37,7 +37,7 @@ export function createAppDatabase(target: DatabaseTarget, max = 10): AppDatabase
   const scoped = <T>(
     tenantId: string | null,
     fn: (tx: Transaction) => Promise<T>,
-    options?: ScopeOptions,
+    options?: ScopeOptions<T>,
   ) => mappingUnavailable(() => inScope(pool, tenantId, fn, options));
   return {
     pool,

@@ -1,5 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { writeAudit } from '../domains/audit/audit-repository.ts';
+import { currentRequestId } from '../log/index.ts';
 import { clientConfig, type DatabaseTarget } from './target.ts';
 import { inTransaction, type SystemTx } from './tenant-context.ts';
 import { mappingUnavailable } from './unavailable.ts';
@@ -15,6 +16,19 @@ export interface SystemGate {
 
 const REASON = /^[a-z][a-z0-9._-]{0,62}$/;
 
+/**
+ * The gate's own audit row (spec §2.6 columns, `actor_principal=System`,
+ * `actor_id=system:<reason>`): written by the gate itself, so no caller can enter unrecorded.
+ */
+async function recordEntry(pool: pg.Pool, reason: string): Promise<void> {
+  await pool.query(
+    `INSERT INTO audit_log (id, tenant_id, actor_principal, actor_id, action, resource_type,
+       resource_id, request_id, details)
+     VALUES ($1, NULL, 'System', $2, 'system.enter', 'system_context', $3, $4, '{}'::jsonb)`,
+    [randomUUID(), `system:${reason}`, reason, currentRequestId() ?? null],
+  );
+}
+
 export function createSystemGate(target: DatabaseTarget, max = 4): SystemGate {
   const pool = new pg.Pool({ ...clientConfig(target, 'mssp'), max });
   pool.on('error', () => undefined);
@@ -26,14 +40,7 @@ export function createSystemGate(target: DatabaseTarget, max = 4): SystemGate {
       // The entry row commits on its own: entering the gate is recorded even when the work
       // inside it fails and rolls back. A lost database is a 503, as on the app pool.
       return mappingUnavailable(async () => {
-        await writeAudit(pool, {
-          tenantId: null,
-          actorPrincipal: 'System',
-          actorId: `system:${reason}`,
-          action: 'system.enter',
-          resourceType: 'system_context',
-          resourceId: reason,
-        });
+        await recordEntry(pool, reason);
         return inTransaction(pool, (tx) => fn(tx as SystemTx));
       });
     },

@@ -1,3 +1,5 @@
+import { DatabaseUnavailableError } from '../faults/unavailable.ts';
+
 /** Socket-level failures: the server is gone, refuses, or the network between us is. */
 const SOCKET_CODES = new Set([
   'ECONNREFUSED',
@@ -36,16 +38,6 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   // A refused connection to "localhost" fails on ::1 and 127.0.0.1 at once.
   if (error instanceof AggregateError) return error.errors.some(isDatabaseUnavailable);
   return false;
-}
-
-/**
- * A lost database, as the database layer reports it: the HTTP edge answers it with 503
- * `database_unavailable` and Retry-After (src/http/app.ts), so a request cut by a restart (or
- * started during one) is retryable instead of a 500. The driver's error is kept as `cause`.
- */
-export class DatabaseUnavailableError extends Error {
-  override name = 'DatabaseUnavailableError';
-  readonly code = 'database_unavailable';
 }
 
 export function databaseUnavailable(cause: unknown): DatabaseUnavailableError {

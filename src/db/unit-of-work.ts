@@ -38,9 +38,19 @@ interface Ambient {
 
 const ambient = new AsyncLocalStorage<Ambient>();
 
-export interface ScopeOptions {
+export interface ScopeOptions<T = unknown> {
   /** Work a later failure may drop with it (the session's last-seen touch). */
   expendable?: boolean;
+  /**
+   * The scope's first statement has no parameters: when it opens the unit, it travels with the
+   * BEGIN in one round trip (the session check of every request).
+   */
+  opensUnit?: boolean;
+  /**
+   * The tenant context the scope's statements leave set (null: none; undefined: unknown), so
+   * the next scope on that tenant needs no set_config round trip.
+   */
+  contextAfter?: (result: T) => string | null | undefined;
 }
 
 /** Runs fn as one unit of work: scopes opened inside it share one connection and transaction. */
@@ -68,7 +78,7 @@ export async function unitOfWork<T>(pool: pg.Pool, fn: () => Promise<T>): Promis
   const committed = await finish(unit);
   if (!outcome.ok) throw outcome.error;
   if (committed !== true) throw committed;
-  for (const hook of unit.afterCommit) hook();
+  for (const hook of unit.afterCommit) outsideUnit(hook);
   return outcome.value;
 }
 
@@ -88,13 +98,21 @@ async function finish(unit: Unit): Promise<true | Error> {
 }
 
 /**
+ * Runs fn detached from the current unit of work: background work started from a request (a
+ * loop woken by it, a timer) must never join the request's transaction.
+ */
+export function outsideUnit<T>(fn: () => T): T {
+  return ambient.exit(fn);
+}
+
+/**
  * Runs fn once the current unit of work (if any) has committed: waking another process to
  * read what this request wrote must not beat the commit. Outside a unit it runs at once.
  */
 export function afterCommit(hook: () => void): void {
   const current = ambient.getStore();
   if (current && !current.unit.ended) current.unit.afterCommit.push(hook);
-  else hook();
+  else outsideUnit(hook);
 }
 
 /**
@@ -105,7 +123,7 @@ export async function inScope<T>(
   pool: pg.Pool,
   tenantId: string | null,
   fn: (tx: Transaction) => Promise<T>,
-  options: ScopeOptions = {},
+  options: ScopeOptions<T> = {},
 ): Promise<T> {
   if (tenantId !== null) assertTenantId(tenantId);
   const current = ambient.getStore();
@@ -136,29 +154,73 @@ async function joined<T>(
   unit: Unit,
   context: string,
   fn: (tx: Transaction) => Promise<T>,
-  options: ScopeOptions,
+  options: ScopeOptions<T>,
 ): Promise<T> {
   const client = await connection(unit);
+  const opening = !unit.open;
+  // A fresh transaction has no tenant context: only a tenant needs set_config then.
+  const known = opening ? '' : unit.context;
   // One round trip at most: BEGIN, the savepoint and the context travel as one simple query.
   // The context is a checked uuid or '', so writing it as a literal is safe.
   const statements: string[] = [];
-  if (!unit.open) statements.push('BEGIN');
-  const savepoint = unit.open && unit.keep ? `svc_scope_${++unit.savepoints}` : undefined;
+  if (opening) statements.push('BEGIN');
+  const savepoint = !opening && unit.keep ? `svc_scope_${++unit.savepoints}` : undefined;
   if (savepoint) statements.push(`SAVEPOINT ${savepoint}`);
-  if (unit.context !== context) {
+  if (known !== context) {
     statements.push(`SELECT set_config('app.current_tenant_id', '${context}', true)`);
   }
-  if (statements.length > 0) await client.query(statements.join('; '));
+  const deferred = options.opensUnit && statements.length === 1 && opening;
+  if (deferred) prefixFirstQuery(client, 'BEGIN');
+  else if (statements.length > 0) await client.query(statements.join('; '));
   unit.open = true;
   unit.context = context;
   try {
     const result = await fn(client);
+    if (options.contextAfter) {
+      const after = options.contextAfter(result);
+      unit.context = after === undefined ? undefined : (after ?? '');
+    }
     if (!options.expendable) unit.keep = true;
     return result;
   } catch (error) {
     await undo(unit, client, savepoint);
     throw error;
+  } finally {
+    if (deferred) restoreQuery(client);
   }
+}
+
+type Query = pg.PoolClient['query'];
+
+/**
+ * Sends `prefix` with the client's next query, when that query has no parameters (a simple
+ * query may carry several statements); otherwise first, on its own. Once either is sent, the
+ * client's own query method is back.
+ */
+function prefixFirstQuery(client: pg.PoolClient, prefix: string): void {
+  const own = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+  const first = async (...args: unknown[]): Promise<unknown> => {
+    restoreQuery(client);
+    const [text, values] = args;
+    if (
+      typeof text === 'string' &&
+      (values === undefined || (Array.isArray(values) && values.length === 0))
+    ) {
+      const results = (await own(`${prefix}; ${text}`)) as pg.QueryResult[];
+      return results[results.length - 1];
+    }
+    await own(prefix);
+    return own(...args);
+  };
+  Object.defineProperty(client, 'query', {
+    value: first as Query,
+    configurable: true,
+    writable: true,
+  });
+}
+
+function restoreQuery(client: pg.PoolClient): void {
+  if (Object.hasOwn(client, 'query')) delete (client as { query?: Query }).query;
 }
 
 async function undo(unit: Unit, client: pg.PoolClient, savepoint: string | undefined) {

@@ -2,17 +2,17 @@ import type { BlockList } from 'node:net';
 import type { Context, MiddlewareHandler } from 'hono';
 import { getCookie } from 'hono/cookie';
 import type { Credential } from '../auth/credential.ts';
-import type { Identity, Role } from '../auth/identity.ts';
+import type { Identity } from '../auth/identity.ts';
 import { identityOf } from '../auth/identity.ts';
 import type { AuthConfig, AuthMode } from '../config/index.ts';
-import type { AppDatabase } from '../db/pools.ts';
 import { parseSessionCookie, SESSION_COOKIE } from '../domains/sessions/session-repository.ts';
 import type { AuthService } from '../domains/sessions/session-service.ts';
-import { findLogin, findUser, normaliseEmail } from '../domains/users/user-repository.ts';
 import type { Logger } from '../log/index.ts';
 import { TokenError, type TokenService } from '../tokens/index.ts';
 import { ProblemError } from './problem.ts';
 import { isTrusted, peerAddress } from './request-id.ts';
+import { bearerToken } from './service-auth.ts';
+import { CLEAR_SESSION_COOKIE } from './session-cookie.ts';
 
 declare module 'hono' {
   interface ContextVariableMap {
@@ -22,17 +22,10 @@ declare module 'hono' {
   }
 }
 
-export const CLEAR_SESSION_COOKIE = `${SESSION_COOKIE}=; Max-Age=0; Path=/; HttpOnly; Secure; SameSite=Lax`;
-
-export function sessionCookie(value: string, maxAgeSeconds: number): string {
-  return `${SESSION_COOKIE}=${value}; Max-Age=${maxAgeSeconds}; Path=/; HttpOnly; Secure; SameSite=Lax`;
-}
-
 export interface AuthenticateDeps {
   mode: AuthMode;
   auth: AuthConfig;
-  service: AuthService;
-  db: AppDatabase;
+  sessions: AuthService;
   proxies: BlockList;
   logger: Logger;
   tokens: TokenService;
@@ -43,14 +36,6 @@ function familyOf(path: string): 'mssp' | 'tenant' | undefined {
   if (path.startsWith('/api/mssp/')) return 'mssp';
   if (path.startsWith('/api/tenant/')) return 'tenant';
   return undefined;
-}
-
-export function bearerToken(c: Context): string | undefined {
-  const header = c.req.header('authorization');
-  if (header === undefined) return undefined;
-  const match = /^Bearer ([A-Za-z0-9_.-]+)$/.exec(header);
-  if (!match?.[1]) throw new ProblemError(401, 'invalid_token', 'Malformed Authorization header');
-  return match[1];
 }
 
 /**
@@ -85,7 +70,7 @@ async function fromToken(c: Context, deps: AuthenticateDeps, token: string): Pro
     const tenantId = 'tenant_id' in claims ? claims.tenant_id : null;
     // Tokens cannot be revoked; the user row can: a disabled, deleted or re-roled user's
     // tokens stop working at once.
-    const user = await deps.db.withScope(tenantId, (tx) => findUser(tx, userId));
+    const user = await deps.sessions.tokenUser(userId, tenantId);
     if (
       !user ||
       user.disabled_at !== null ||
@@ -118,7 +103,7 @@ async function fromSession(c: Context, deps: AuthenticateDeps): Promise<Identity
   const raw = getCookie(c, SESSION_COOKIE);
   if (raw === undefined) throw new ProblemError(401, 'unauthenticated', 'Sign in to continue');
   const secret = parseSessionCookie(raw);
-  const found = secret ? await deps.service.authenticate(secret) : undefined;
+  const found = secret ? await deps.sessions.authenticate(secret) : undefined;
   if (!found) {
     throw new ProblemError(
       401,
@@ -166,7 +151,7 @@ async function fromProxy(c: Context, deps: AuthenticateDeps): Promise<Identity> 
       'unauthenticated',
       `The proxy sent no ${trustedHeaderEmail} header`,
     );
-  const record = await deps.db.withoutTenant((tx) => findLogin(tx, normaliseEmail(email)));
+  const record = await deps.sessions.proxyUser(email);
   if (!record || record.disabled_at !== null) {
     throw new ProblemError(403, 'unknown_user', 'This account is not provisioned in svc');
   }
@@ -186,135 +171,4 @@ async function fromProxy(c: Context, deps: AuthenticateDeps): Promise<Identity> 
       .map((g) => g.trim())
       .filter(Boolean),
   });
-}
-
-/** Routes a user with must_change may still call (spec §5.4 item 4, §4.1). */
-const MUST_CHANGE_ALLOWED = new Set([
-  'POST /api/auth/password/change',
-  'POST /api/auth/logout',
-  'GET /api/auth/me',
-]);
-
-export function requirePasswordCurrent(): MiddlewareHandler {
-  return async (c, next) => {
-    if (
-      c.get('identity').must_change &&
-      !MUST_CHANGE_ALLOWED.has(`${c.req.method} ${c.req.path}`)
-    ) {
-      throw new ProblemError(
-        403,
-        'password_change_required',
-        'Your administrator requires a new password',
-        {
-          next: '/account/password',
-        },
-      );
-    }
-    await next();
-  };
-}
-
-/** Declared next to each route: which roles may call it. */
-export function requireRole(...roles: Role[]): MiddlewareHandler {
-  return async (c, next) => {
-    if (!roles.includes(c.get('identity').role)) {
-      throw new ProblemError(403, 'forbidden', 'Your role does not allow this action');
-    }
-    await next();
-  };
-}
-
-/**
- * The family boundary of spec §4: `/api/mssp/*` serves MSSP staff only, `/api/tenant/*` the
- * customer_viewer only (an MSSP user reaches a tenant through impersonation on the MSSP side,
- * never through the tenant family).
- */
-export function requireFamily(family: 'mssp' | 'tenant'): MiddlewareHandler {
-  return async (c, next) => {
-    if (c.get('identity').user_type !== family) {
-      throw new ProblemError(
-        403,
-        'wrong_family',
-        `This API is for ${family === 'mssp' ? 'MSSP staff' : 'customers'}`,
-      );
-    }
-    await next();
-  };
-}
-
-/**
- * The tenant a handler acts on, checked once more against an impersonation token's tenant.
- * The rule itself is the route-level guard (`impersonation.ts`, deny by default); this second
- * check keeps a handler that picks its tenant from elsewhere from drifting past it.
- */
-export function tenantOfRequest(c: Context, tenantId: string): string {
-  const current = c.get('identity').current_tenant;
-  if (current !== null && current !== tenantId) {
-    throw new ProblemError(
-      403,
-      'outside_impersonated_tenant',
-      'This token acts for another tenant',
-    );
-  }
-  return tenantId;
-}
-
-/** The service principals of `/api/internal/*` (spec §2.1 rows 2 and 5). */
-export type ServicePrincipal =
-  | { kind: 'adapter'; tenant_id: string; jti: string }
-  | { kind: 'worker'; tenant_id: string; job_id: string; job_type: string; jti: string };
-
-declare module 'hono' {
-  interface ContextVariableMap {
-    service: ServicePrincipal;
-  }
-}
-
-/**
- * `/api/internal/*` takes only an adapter or worker token; sessions and proxy headers are
- * never accepted there, so the family is unreachable for people (spec §4.4).
- */
-export function authenticateService(tokens: TokenService, logger: Logger): MiddlewareHandler {
-  return async (c, next) => {
-    const token = bearerToken(c);
-    if (token === undefined)
-      throw new ProblemError(401, 'unauthenticated', 'A service token is required');
-    let principal: ServicePrincipal;
-    try {
-      principal = await verifyService(tokens, token);
-    } catch (error) {
-      if (!(error instanceof TokenError)) throw error;
-      logger.warn({ reason: error.reason }, 'service token rejected');
-      throw new ProblemError(401, 'invalid_token', 'The token is not valid here');
-    }
-    c.set('service', principal);
-    await next();
-  };
-}
-
-async function verifyService(tokens: TokenService, token: string): Promise<ServicePrincipal> {
-  try {
-    const a = await tokens.verify(token, { expect: 'adapter' });
-    return { kind: 'adapter', tenant_id: a.tenant_id, jti: a.jti };
-  } catch (error) {
-    if (!(error instanceof TokenError) || error.reason !== 'wrong_kind') throw error;
-  }
-  const w = await tokens.verify(token, { expect: 'worker' });
-  return {
-    kind: 'worker',
-    tenant_id: w.tenant_id,
-    job_id: w.job_id,
-    job_type: w.job_type,
-    jti: w.jti,
-  };
-}
-
-/** Declared next to each internal route: which service principals may call it. */
-export function requireService(...kinds: ServicePrincipal['kind'][]): MiddlewareHandler {
-  return async (c, next) => {
-    if (!kinds.includes(c.get('service').kind)) {
-      throw new ProblemError(403, 'forbidden', 'This token kind may not call this endpoint');
-    }
-    await next();
-  };
 }

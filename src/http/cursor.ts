@@ -1,14 +1,18 @@
-import { isUuid } from '../db/tenant-context.ts';
 import { ProblemError } from './problem.ts';
+
+/**
+ * Cursor strings, the presentation side of keyset pagination: a cursor is a position (see
+ * src/db/keyset.ts, which repositories use to read a page) encoded for one list.
+ *
+ *   const after = decodeCursor('audit', query.cursor);
+ *   const page = await audit.listForTenant(tenantId, filters, { after, limit });
+ *   return { items: page.rows.map(toJson), next_cursor: nextCursor('audit', page.next) };
+ */
 
 /** The lists that page with a cursor; a cursor of one list is refused by another. */
 export type CursorList = 'incidents' | 'audit' | 'tenants' | 'mssp-audit' | 'mssp-incidents';
 
-/**
- * A keyset position: the last row's sort timestamp, exactly as Postgres renders it with
- * microseconds (a JavaScript Date would round to milliseconds and skip or repeat rows that
- * share a millisecond), and its id as the tie-breaker.
- */
+/** A keyset position (db/keyset.ts KeysetPosition, which this layer may not import). */
 export interface Position {
   at: string;
   id: string;
@@ -17,13 +21,11 @@ export interface Position {
 /** Page size when the client names none (the contract caps it at 200). */
 export const DEFAULT_LIMIT = 50;
 
-/** The SQL rendering of a sort timestamp that `at` holds. */
-export const SORT_KEY_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"';
-
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const SORT_KEY = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
 
-export function encodeCursor(list: CursorList, position: Position): string {
+function encodeCursor(list: CursorList, position: Position): string {
   return Buffer.from(JSON.stringify([list, position.at, position.id])).toString('base64url');
 }
 
@@ -47,7 +49,7 @@ function parse(list: CursorList, cursor: string): Position | undefined {
   }
   if (!Array.isArray(value) || value.length !== 3 || value[0] !== list) return undefined;
   const [, at, id] = value as unknown[];
-  if (!isSortKey(at) || !isUuid(id)) return undefined;
+  if (!isSortKey(at) || typeof id !== 'string' || !UUID.test(id)) return undefined;
   const position = { at, id };
   // Only the exact bytes this API issues are accepted, so an edited cursor cannot slip through
   // as an equivalent spelling.
@@ -67,17 +69,7 @@ export function decodeCursor(list: CursorList, cursor: string | undefined): Posi
   return position;
 }
 
-/** Splits a `limit + 1` fetch into the page and the cursor of the next one (null at the end). */
-export function toPage<T extends { sort_key: string; id: string }>(
-  list: CursorList,
-  rows: T[],
-  limit: number,
-): { rows: T[]; next_cursor: string | null } {
-  const page = rows.slice(0, limit);
-  const last = page.at(-1);
-  const more = rows.length > limit && last !== undefined;
-  return {
-    rows: page,
-    next_cursor: more ? encodeCursor(list, { at: last.sort_key, id: last.id }) : null,
-  };
+/** The cursor of the page starting at `next`, or null after the last page. */
+export function nextCursor(list: CursorList, next: Position | null): string | null {
+  return next === null ? null : encodeCursor(list, next);
 }

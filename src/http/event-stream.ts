@@ -1,14 +1,9 @@
 import type { Context } from 'hono';
 import { type SSEMessage, type SSEStreamingApi, streamSSE } from 'hono/streaming';
-import type { AppDatabase } from '../db/pools.ts';
 import { parseEventId, type StoredEvent } from '../domains/events/event-repository.ts';
 import type { EventHub } from '../domains/events/hub.ts';
 import type { Subscription } from '../domains/events/subscription.ts';
-import {
-  type CredentialLease,
-  type CredentialWatch,
-  createCredentialWatch,
-} from '../domains/sessions/credential-watch.ts';
+import type { CredentialLease, CredentialWatch } from '../domains/sessions/credential-watch.ts';
 import { problem } from './problem.ts';
 
 /** The `data:` of one stream event; `id` stays a string because ids are 64-bit. */
@@ -35,27 +30,14 @@ export function toSseMessage(event: StoredEvent): SSEMessage {
   return { id: event.id, event: event.type, data: JSON.stringify(data) };
 }
 
-/** What a stream needs: the process's hub, and the database and clock its credential is judged by. */
+/**
+ * What a stream needs: the process's hub and its one credential watch (built once in
+ * src/app/compose.ts, so a process runs one re-check pass per interval however many streams
+ * and routes it serves).
+ */
 export interface StreamDeps {
   events: EventHub;
-  db: AppDatabase;
-  now: () => Date;
-}
-
-/**
- * One credential watch per process, shared by every stream route: keyed by the hub, which is
- * already the one per-process object both routes stream from, so a process runs one re-check
- * pass per interval however many streams and routes it serves.
- */
-const watches = new WeakMap<EventHub, CredentialWatch>();
-
-export function credentialWatchOf(deps: StreamDeps): CredentialWatch {
-  let watch = watches.get(deps.events);
-  if (!watch) {
-    watch = createCredentialWatch({ db: deps.db, now: deps.now });
-    watches.set(deps.events, watch);
-  }
-  return watch;
+  watch: CredentialWatch;
 }
 
 /**
@@ -78,7 +60,7 @@ export async function streamTenantEvents(
     return problem(c, 400, 'invalid_last_event_id', 'Last-Event-ID must be a decimal event id.');
   const credential = c.get('credential');
   if (!credential) throw new Error('an event stream needs the credential that authenticated it');
-  const lease = credentialWatchOf(deps).watch(credential);
+  const lease = deps.watch.watch(credential);
   let subscription: Subscription;
   try {
     subscription = await deps.events.subscribe(tenantId, header ? { lastEventId: header } : {});

@@ -4,6 +4,8 @@ import type { NamespaceStore } from '../cluster/namespaces.ts';
 import type { SecretStore } from '../cluster/secrets.ts';
 import type { AppDatabase } from '../db/pools.ts';
 import type { SystemGate } from '../db/system-gate.ts';
+import type { ValuesPreview } from '../domains/tenants/tenant-config.ts';
+import type { BootstrapCredentialIssuer } from '../domains/tenants/tenant-types.ts';
 import type { Logger } from '../log/index.ts';
 import type { TokenService } from '../tokens/index.ts';
 import type { ChartCatalog } from './catalog.ts';
@@ -42,6 +44,8 @@ export interface OrchestratorDeps {
   kubeConfig: KubeConfig;
   catalog: ChartCatalog;
   tokens: TokenService;
+  /** Re-issues a lost bootstrap Secret's adapter credential (domains/adapter). */
+  issueBootstrapCredential: BootstrapCredentialIssuer;
   install: InstallFacts;
   settings: RenderSettings;
   /**
@@ -56,6 +60,18 @@ export interface OrchestratorDeps {
   timing: OrchestratorTiming;
   logger: Logger;
   now: () => Date;
+}
+
+/** What the HTTP layer needs from the orchestrator (spec §3.1: creation, upgrade, decommission). */
+export interface TenancyDeps {
+  /** Wake the orchestrator: new work was just recorded. */
+  kick(): void;
+  systemVersion: string;
+  edgePortBase: number;
+  decommissionGraceMs: number;
+  catalog: ChartCatalog;
+  /** Renders a new tenant's package values as the orchestrator will (creation validates them). */
+  previewValues?: ValuesPreview | undefined;
 }
 
 export const ORCHESTRATOR_ACTOR = 'system:orchestrator';

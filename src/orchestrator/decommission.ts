@@ -1,17 +1,21 @@
+import type { TenantTx } from '../db/tenant-context.ts';
 import { writeAudit } from '../domains/audit/audit-repository.ts';
+import {
+  deleteTenantRows,
+  lockSoftDeleted,
+  releaseEdgePortPair,
+  setErrorDetails,
+} from '../domains/provisioning/provisioning-repository.ts';
 import { installSecretNames } from '../domains/tenants/tenant-creation.ts';
 import { tryTransition } from '../domains/tenants/tenant-lifecycle.ts';
+import { findTenant } from '../domains/tenants/tenant-repository.ts';
+import type { Tenant } from '../domains/tenants/tenant-types.ts';
 import { ORCHESTRATOR_ACTOR, type OrchestratorDeps } from './context.ts';
-import {
-  describeFailure,
-  loadTenant,
-  RELEASE_NAME,
-  StepFailure,
-  type TenantRecord,
-} from './provision.ts';
 import { inspectNamespace } from './reconcile.ts';
+import { RELEASE_NAME } from './release.ts';
 import { namespaceLabels, namespaceOf } from './render.ts';
-import { completedSteps, recordStep } from './steps.ts';
+import { describeFailure, StepFailure, shortMessage } from './step-failure.ts';
+import { completedSteps, recordError, recordStep } from './steps.ts';
 
 /**
  * Spec §3.1 rows 5–6: once the grace period is over (the orchestrator only calls this then),
@@ -26,45 +30,55 @@ import { completedSteps, recordStep } from './steps.ts';
  * again on every pass, so it completes by itself once the cause is gone.
  */
 export async function advanceDecommission(deps: OrchestratorDeps, tenantId: string): Promise<void> {
-  const tenant = await deps.db.withoutTenant((tx) => loadTenant(tx, tenantId));
+  const tenant = await deps.db.withoutTenant((tx) => findTenant(tx, tenantId));
   if (tenant?.state !== 'decommissioning') return;
-  const namespace = namespaceOf(tenant.slug);
-  let removed: Awaited<ReturnType<typeof removeClusterObjects>>;
+  let removed: Removed;
   try {
     removed = await removeClusterObjects(deps, tenant);
   } catch (error) {
     await recordStall(deps, tenant, describeFailure('decommissioned', error));
     return;
   }
-  await deps.db.withTenant(tenant.id, async (tx) => {
-    await recordStep(tx, tenant.id, 'decommissioned', ORCHESTRATOR_ACTOR, {
-      namespace,
-      release: RELEASE_NAME,
-      ...removed,
-    });
-    await tx.query('UPDATE tenants SET edge_port_pair = NULL WHERE id = $1', [tenant.id]);
-    const moved = await tryTransition(tx, {
-      tenantId: tenant.id,
-      trigger: 'grace_period_ended',
-      actor: ORCHESTRATOR_ACTOR,
-      details: {
-        namespace,
-        retention_ends_at: new Date(deps.now().getTime() + deps.timing.retentionMs).toISOString(),
-      },
-      errorDetails: null,
-    });
-    if (!moved) return;
-    await writeAudit(tx, {
-      tenantId: tenant.id,
-      actorPrincipal: 'System',
-      actorId: ORCHESTRATOR_ACTOR,
-      action: 'tenant.soft_delete',
-      resourceType: 'tenant',
-      resourceId: tenant.id,
-      before: { state: 'decommissioning' },
-      after: { state: 'soft-deleted' },
-      details: { namespace, removed_secrets: removed.removed_secrets },
-    });
+  const retentionEndsAt = new Date(deps.now().getTime() + deps.timing.retentionMs);
+  await deps.db.withTenant(tenant.id, (tx) =>
+    recordSoftDelete(tx, tenant, removed, retentionEndsAt),
+  );
+}
+
+type Removed = Awaited<ReturnType<typeof removeClusterObjects>>;
+
+/** Spec §3.1 row 6: the cluster objects are gone; the tenant's rows wait for the purge. */
+async function recordSoftDelete(
+  tx: TenantTx,
+  tenant: Tenant,
+  removed: Removed,
+  retentionEndsAt: Date,
+): Promise<void> {
+  const namespace = namespaceOf(tenant.slug);
+  await recordStep(tx, tenant.id, 'decommissioned', ORCHESTRATOR_ACTOR, {
+    namespace,
+    release: RELEASE_NAME,
+    ...removed,
+  });
+  await releaseEdgePortPair(tx, tenant.id);
+  const moved = await tryTransition(tx, {
+    tenantId: tenant.id,
+    trigger: 'grace_period_ended',
+    actor: ORCHESTRATOR_ACTOR,
+    details: { namespace, retention_ends_at: retentionEndsAt.toISOString() },
+    errorDetails: null,
+  });
+  if (!moved) return;
+  await writeAudit(tx, {
+    tenantId: tenant.id,
+    actorPrincipal: 'System',
+    actorId: ORCHESTRATOR_ACTOR,
+    action: 'tenant.soft_delete',
+    resourceType: 'tenant',
+    resourceId: tenant.id,
+    before: { state: 'decommissioning' },
+    after: { state: 'soft-deleted' },
+    details: { namespace, removed_secrets: removed.removed_secrets },
   });
 }
 
@@ -75,7 +89,7 @@ export async function advanceDecommission(deps: OrchestratorDeps, tenantId: stri
  * tenant's namespace (then someone replaced it, and svc's objects may be inside). A tenant
  * whose namespace step never completed (a conflict, a rolled-back attempt) has nothing there.
  */
-async function removeClusterObjects(deps: OrchestratorDeps, tenant: TenantRecord) {
+async function removeClusterObjects(deps: OrchestratorDeps, tenant: Tenant) {
   const namespace = namespaceOf(tenant.slug);
   const ownership = await inspectNamespace(deps, tenant);
   if (ownership === 'foreign') {
@@ -113,7 +127,7 @@ async function removeClusterObjects(deps: OrchestratorDeps, tenant: TenantRecord
             { err: error, tenant_id: tenant.id },
             'uninstall failed; deleting the namespace',
           );
-          return `failed: ${error instanceof Error ? error.message.slice(0, 500) : String(error)}`;
+          return `failed: ${shortMessage(error)}`;
         },
       );
     await deps.namespaces.remove(namespace, {
@@ -133,7 +147,7 @@ async function removeClusterObjects(deps: OrchestratorDeps, tenant: TenantRecord
  */
 async function recordStall(
   deps: OrchestratorDeps,
-  tenant: TenantRecord,
+  tenant: Tenant,
   failure: StepFailure,
 ): Promise<void> {
   const previous = tenant.error_details;
@@ -150,39 +164,10 @@ async function recordStall(
     failed_at: deps.now().toISOString(),
   };
   await deps.db.withTenant(tenant.id, async (tx) => {
-    await tx.query(
-      `UPDATE tenants SET error_details = $2, updated_at = now()
-        WHERE id = $1 AND state = 'decommissioning'`,
-      [tenant.id, JSON.stringify(errorDetails)],
-    );
-    await tx.query(
-      `INSERT INTO tenant_lifecycle_events (tenant_id, kind, step, details, actor)
-       VALUES ($1, 'error', $2, $3, $4)`,
-      [tenant.id, failure.step, JSON.stringify(errorDetails), ORCHESTRATOR_ACTOR],
-    );
+    await setErrorDetails(tx, tenant.id, 'decommissioning', errorDetails);
+    await recordError(tx, tenant.id, failure.step, ORCHESTRATOR_ACTOR, errorDetails);
   });
 }
-
-/**
- * Every table holding a tenant's rows, children before parents. audit_log is not here on
- * purpose: the trail outlives the tenant and ages out by the audit retention (spec §8).
- * test/tenants/purge.test.ts fails when a table with tenant rows is missing.
- */
-export const PURGE_ORDER = [
-  'pending_reviews',
-  'investigations',
-  'events',
-  'metrics_hourly',
-  'ioc_stats',
-  'rule_stats',
-  'analyzer_stats',
-  'integration_configs',
-  'branding_configs',
-  'tenant_secrets',
-  'tenant_lifecycle_events',
-  'adapter_credentials',
-  'adapter_heartbeats',
-] as const;
 
 /**
  * Spec §3.1 last row: after the retention window the tenant and all its rows are removed.
@@ -191,31 +176,9 @@ export const PURGE_ORDER = [
  */
 export async function purgeTenant(deps: OrchestratorDeps, tenantId: string): Promise<void> {
   await deps.system.withSystem('tenant.purge', async (tx) => {
-    const { rows } = await tx.query<{ slug: string; deleted_at: Date }>(
-      `SELECT slug, deleted_at FROM tenants WHERE id = $1 AND state = 'soft-deleted' FOR UPDATE`,
-      [tenantId],
-    );
-    const tenant = rows[0];
+    const tenant = await lockSoftDeleted(tx, tenantId);
     if (!tenant) return;
-    const removed: Record<string, number> = {};
-    for (const table of PURGE_ORDER) {
-      const result = await tx.query(`DELETE FROM ${table} WHERE tenant_id = $1`, [tenantId]);
-      removed[table] = result.rowCount ?? 0;
-    }
-    const sessions = await tx.query(
-      `DELETE FROM sessions WHERE tenant_context = $1
-          OR user_id IN (SELECT id FROM users WHERE tenant_id = $1)`,
-      [tenantId],
-    );
-    removed.sessions = sessions.rowCount ?? 0;
-    const credentials = await tx.query(
-      'DELETE FROM password_credentials WHERE user_id IN (SELECT id FROM users WHERE tenant_id = $1)',
-      [tenantId],
-    );
-    removed.password_credentials = credentials.rowCount ?? 0;
-    const users = await tx.query('DELETE FROM users WHERE tenant_id = $1', [tenantId]);
-    removed.users = users.rowCount ?? 0;
-    await tx.query('DELETE FROM tenants WHERE id = $1', [tenantId]);
+    const removed = await deleteTenantRows(tx, tenantId);
     await writeAudit(tx, {
       tenantId,
       actorPrincipal: 'System',

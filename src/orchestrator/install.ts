@@ -2,6 +2,11 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { ConfigError, type InstallConfig } from '../config/index.ts';
 import { clientConfig, type DatabaseTarget } from '../db/target.ts';
+import {
+  ensureOrganization,
+  type OrganizationRow,
+  renameOrganization,
+} from '../domains/provisioning/provisioning-repository.ts';
 
 export interface InstallRecord {
   msspId: string;
@@ -24,39 +29,19 @@ export async function ensureInstall(
   const client = new pg.Client(clientConfig(target, 'admin'));
   await client.connect();
   try {
-    await client.query(
-      `INSERT INTO organization (mssp_id, mssp_name, install_id, install_label)
-       VALUES ($1, $2, $3, $4) ON CONFLICT (singleton) DO NOTHING`,
-      [
-        config.msspId ?? randomUUID(),
-        config.msspName,
-        config.installId ?? randomUUID(),
-        config.installLabel,
-      ],
-    );
-    const { rows } = await client.query<{
-      mssp_id: string;
-      mssp_name: string;
-      install_id: string;
-      install_label: string;
-    }>('SELECT mssp_id, mssp_name, install_id, install_label FROM organization');
-    const row = rows[0];
+    const row = await ensureOrganization(client, {
+      mssp_id: config.msspId ?? randomUUID(),
+      mssp_name: config.msspName,
+      install_id: config.installId ?? randomUUID(),
+      install_label: config.installLabel,
+    });
     if (!row) throw new Error('organization row missing after insert');
-    for (const [name, given, stored] of [
-      ['SVC_MSSP_ID', config.msspId, row.mssp_id],
-      ['SVC_INSTALL_ID', config.installId, row.install_id],
-    ] as const) {
-      if (given !== undefined && given !== stored) {
-        throw new ConfigError(
-          `${name}: this database belongs to ${stored}; ${given} would orphan every tenant namespace`,
-        );
-      }
-    }
+    assertSameInstall(config, row);
     if (row.mssp_name !== config.msspName || row.install_label !== config.installLabel) {
-      await client.query(
-        'UPDATE organization SET mssp_name = $1, install_label = $2, updated_at = now()',
-        [config.msspName, config.installLabel],
-      );
+      await renameOrganization(client, {
+        mssp_name: config.msspName,
+        install_label: config.installLabel,
+      });
     }
     return {
       msspId: row.mssp_id,
@@ -66,5 +51,18 @@ export async function ensureInstall(
     };
   } finally {
     await client.end();
+  }
+}
+
+function assertSameInstall(config: InstallConfig, row: OrganizationRow): void {
+  for (const [name, given, stored] of [
+    ['SVC_MSSP_ID', config.msspId, row.mssp_id],
+    ['SVC_INSTALL_ID', config.installId, row.install_id],
+  ] as const) {
+    if (given !== undefined && given !== stored) {
+      throw new ConfigError(
+        `${name}: this database belongs to ${stored}; ${given} would orphan every tenant namespace`,
+      );
+    }
   }
 }

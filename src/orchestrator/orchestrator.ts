@@ -1,72 +1,18 @@
-import pg from 'pg';
-import { clientConfig, type DatabaseTarget } from '../db/target.ts';
-import { TENANT_LOCK_KEY, tenantLockName } from '../domains/tenants/tenant-lifecycle.ts';
+import type { InstallTx } from '../db/tenant-context.ts';
+import {
+  dueWork,
+  reconcilableTenantIds,
+  tokenHoldingTenantIds,
+} from '../domains/provisioning/provisioning-repository.ts';
+import type { WorkKind } from '../domains/provisioning/provisioning-types.ts';
 import type { OrchestratorDeps } from './context.ts';
 import { advanceDecommission, purgeTenant } from './decommission.ts';
 import { collectOrphanSecrets } from './orphans.ts';
 import { advanceProvisioning } from './provision.ts';
 import { reconcileTenant } from './reconcile.ts';
+import type { TenantLocks } from './tenant-locks.ts';
 import { refreshAdapterToken } from './token-refresh.ts';
 import { advanceUpgrade } from './upgrade.ts';
-
-/**
- * One tenant at a time, cluster-wide: a session-level advisory lock on a dedicated connection.
- * If the orchestrator dies, PostgreSQL drops the connection and the lock with it, so a
- * restarted (or another replica's) orchestrator picks the tenant up where the lifecycle
- * record says it stopped. The API and the adapter heartbeat take the same lock per transaction
- * (lifecycle.ts lockTenant) before they move a tenant, so no transition lands in the middle of
- * the orchestrator's work.
- */
-export interface TenantLocks {
-  tryAcquire(tenantId: string): Promise<(() => Promise<void>) | undefined>;
-  close(): Promise<void>;
-}
-
-export function createTenantLocks(target: DatabaseTarget, max: number): TenantLocks {
-  const pool = new pg.Pool({ ...clientConfig(target, 'app'), max });
-  pool.on('error', () => undefined);
-  return {
-    async tryAcquire(tenantId) {
-      const client = await pool.connect();
-      // Held across awaits with no statement running, so a server-side disconnect arrives as
-      // an 'error' event that pg-pool does not catch for checked-out clients: it would crash
-      // the process. The lock goes with the connection; releasing afterwards is harmless.
-      let broken: Error | undefined;
-      const onError = (error: Error) => {
-        broken = error;
-      };
-      client.on('error', onError);
-      const done = (error?: Error) => {
-        client.off('error', onError);
-        client.release(error ?? broken);
-      };
-      try {
-        const { rows } = await client.query<{ ok: boolean }>(
-          `SELECT pg_try_advisory_lock(${TENANT_LOCK_KEY}) AS ok`,
-          [tenantLockName(tenantId)],
-        );
-        if (!rows[0]?.ok) {
-          done();
-          return undefined;
-        }
-      } catch (error) {
-        done(error as Error);
-        throw error;
-      }
-      return async () => {
-        try {
-          await client.query(`SELECT pg_advisory_unlock(${TENANT_LOCK_KEY})`, [
-            tenantLockName(tenantId),
-          ]);
-          done();
-        } catch (error) {
-          done(error as Error);
-        }
-      };
-    },
-    close: () => pool.end(),
-  };
-}
 
 export interface Orchestrator {
   start(): void;
@@ -85,7 +31,7 @@ export interface Orchestrator {
 
 interface Candidate {
   id: string;
-  kind: 'provision' | 'decommission' | 'purge' | 'upgrade';
+  kind: WorkKind;
 }
 
 export function createOrchestrator(
@@ -101,27 +47,15 @@ export function createOrchestrator(
   let again = false;
   let started = false;
 
-  async function candidates(): Promise<Candidate[]> {
+  function candidates(): Promise<Candidate[]> {
     const { timing } = deps;
-    return deps.db.withoutTenant(async (tx) => {
-      const { rows } = await tx.query<Candidate>(
-        `SELECT id, CASE
-                  WHEN state IN ('pending', 'provisioning') THEN 'provision'
-                  WHEN state = 'active' THEN 'upgrade'
-                  WHEN state = 'decommissioning' THEN 'decommission'
-                  ELSE 'purge' END AS kind
-           FROM tenants
-          WHERE (state = 'pending' AND error_details IS NULL)
-             OR state = 'provisioning'
-             OR (state = 'active' AND upgrade_target IS NOT NULL)
-             OR (state = 'decommissioning' AND coalesce(decommission_at,
-                   state_changed_at + make_interval(secs => $2)) <= $1::timestamptz)
-             OR (state = 'soft-deleted' AND deleted_at <= $1::timestamptz - make_interval(secs => $3))
-          ORDER BY state_changed_at`,
-        [deps.now(), timing.decommissionGraceMs / 1000, timing.retentionMs / 1000],
-      );
-      return rows;
-    });
+    return deps.db.withoutTenant((tx) =>
+      dueWork(tx, {
+        now: deps.now(),
+        graceMs: timing.decommissionGraceMs,
+        retentionMs: timing.retentionMs,
+      }),
+    );
   }
 
   async function work(candidate: Candidate): Promise<void> {
@@ -187,19 +121,17 @@ export function createOrchestrator(
   }
 
   /**
-   * Runs `work` for each tenant the query selects, one at a time under its lock; a tenant
+   * Runs `work` for each tenant `select` returns, one at a time under its lock; a tenant
    * locked elsewhere is simply left for the next pass, and one tenant's failure is logged
    * without stopping the others.
    */
   async function eachLockedTenant(
-    sql: string,
+    select: (tx: InstallTx) => Promise<string[]>,
     work: (id: string) => Promise<unknown>,
     failure: string,
   ): Promise<void> {
-    const rows = await deps.db.withoutTenant(
-      async (tx) => (await tx.query<{ id: string }>(sql)).rows,
-    );
-    for (const { id } of rows) {
+    const ids = await deps.db.withoutTenant(select);
+    for (const id of ids) {
       if (abort.signal.aborted) return;
       const release = await deps.locks.tryAcquire(id);
       if (!release) continue;
@@ -219,8 +151,7 @@ export function createOrchestrator(
       deps.logger.warn({ err: error }, 'orphan Secret collection failed; retried later'),
     );
     await eachLockedTenant(
-      `SELECT id FROM tenants WHERE state = 'active' OR (state = 'pending' AND error_details IS NOT NULL)
-        ORDER BY id`,
+      reconcilableTenantIds,
       (id) => reconcileTenant(deps, id),
       'reconciliation failed; retried later',
     );
@@ -245,7 +176,7 @@ export function createOrchestrator(
 
   function refreshTokens(): Promise<void> {
     return eachLockedTenant(
-      `SELECT id FROM tenants WHERE state IN ('provisioning', 'active')`,
+      tokenHoldingTenantIds,
       (id) => refreshAdapterToken(deps, id),
       'adapter token refresh failed; retried later',
     );

@@ -1,5 +1,6 @@
 import type { SecretStore } from '../cluster/secrets.ts';
 import type { AppDatabase } from '../db/pools.ts';
+import { existingTenantIds } from '../domains/provisioning/provisioning-repository.ts';
 import { installSecretNames } from '../domains/tenants/tenant-creation.ts';
 import type { Logger } from '../log/index.ts';
 
@@ -13,7 +14,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
  * Tenant creation writes its install-namespace Secrets inside the transaction that inserts the
- * tenant row (create.ts); if svc dies before the commit, the Secrets stay and the row never
+ * tenant row (tenant-creation.ts); if svc dies before the commit, the Secrets stay and the row never
  * existed. This removes such orphans: a Secret is collected only when svc made it (label
  * `managed-by=svc`, a `tenant-id` label holding a tenant id, and exactly the name svc gives that
  * tenant's Secrets), no tenant row with that id exists, and it is older than the grace period.
@@ -34,13 +35,7 @@ export async function collectOrphanSecrets(
   });
   if (candidates.length === 0) return [];
   const ids = [...new Set(candidates.map((s) => s.labels['tenant-id'] ?? ''))];
-  const existing = await deps.db.withoutTenant(async (tx) => {
-    const { rows } = await tx.query<{ id: string }>(
-      'SELECT id FROM tenants WHERE id = ANY($1::uuid[])',
-      [ids],
-    );
-    return new Set(rows.map((r) => r.id));
-  });
+  const existing = await deps.db.withoutTenant((tx) => existingTenantIds(tx, ids));
   const removed: string[] = [];
   for (const secret of candidates) {
     if (existing.has(secret.labels['tenant-id'] ?? '')) continue;

@@ -1,15 +1,17 @@
 import { ApiException, CoreV1Api } from '@kubernetes/client-node';
-import type { Transaction } from '../db/tenant-context.ts';
-import { ORCHESTRATOR_ACTOR, type OrchestratorDeps } from './context.ts';
 import {
-  bindServiceIdentity,
-  installRelease,
-  loadTenant,
-  putBootstrapSecrets,
-  RELEASE_NAME,
-  type TenantRecord,
-} from './provision.ts';
+  lockDrift,
+  secretRefNames,
+  setDrift,
+} from '../domains/provisioning/provisioning-repository.ts';
+import { findTenant, insertLifecycleEvent } from '../domains/tenants/tenant-repository.ts';
+import type { Tenant } from '../domains/tenants/tenant-types.ts';
+import { putBootstrapSecrets } from './bootstrap-secrets.ts';
+import { ORCHESTRATOR_ACTOR, type OrchestratorDeps } from './context.ts';
+import { installRelease, RELEASE_NAME } from './release.ts';
 import { namespaceLabels, namespaceOf } from './render.ts';
+import { bindServiceIdentity } from './service-identity.ts';
+import { shortMessage } from './step-failure.ts';
 import { completedSteps } from './steps.ts';
 
 /**
@@ -21,7 +23,7 @@ export type NamespaceOwnership = 'absent' | 'ours' | 'terminating' | 'foreign';
 
 export async function inspectNamespace(
   deps: OrchestratorDeps,
-  tenant: Pick<TenantRecord, 'id' | 'slug'>,
+  tenant: Pick<Tenant, 'id' | 'slug'>,
 ): Promise<NamespaceOwnership> {
   const core = deps.kubeConfig.makeApiClient(CoreV1Api);
   let labels: Record<string, string>;
@@ -71,12 +73,12 @@ export async function reconcileTenant(
   deps: OrchestratorDeps,
   tenantId: string,
 ): Promise<Drift | null> {
-  const tenant = await deps.db.withoutTenant((tx) => loadTenant(tx, tenantId));
+  const tenant = await deps.db.withoutTenant((tx) => findTenant(tx, tenantId));
   if (!tenant) return null;
   const failedPending = tenant.state === 'pending' && tenant.error_details !== null;
   if (tenant.state !== 'active' && !failedPending) return null;
   const { refs, createdNamespace } = await deps.db.withTenant(tenant.id, async (tx) => ({
-    refs: await installSecretRefs(tx, tenant.id, deps.secrets.namespace),
+    refs: await secretRefNames(tx, tenant.id, deps.secrets.namespace),
     createdNamespace: (await completedSteps(tx, tenant.id)).has('namespace_created'),
   }));
   const findings: DriftFinding[] = [];
@@ -97,21 +99,9 @@ export async function reconcileTenant(
   return recordDrift(deps, tenant, findings);
 }
 
-async function installSecretRefs(
-  tx: Transaction,
-  tenantId: string,
-  installNamespace: string,
-): Promise<string[]> {
-  const { rows } = await tx.query<{ name: string }>(
-    'SELECT name FROM tenant_secrets WHERE tenant_id = $1 AND namespace = $2 ORDER BY name',
-    [tenantId, installNamespace],
-  );
-  return rows.map((r) => r.name);
-}
-
 async function checkPackage(
   deps: OrchestratorDeps,
-  tenant: TenantRecord,
+  tenant: Tenant,
   createdNamespace: boolean,
 ): Promise<DriftFinding[]> {
   const namespace = namespaceOf(tenant.slug);
@@ -150,7 +140,7 @@ async function checkPackage(
       finding.repair = 'recreated';
     } catch (error) {
       finding.repair = 'failed';
-      finding.detail = message(error);
+      finding.detail = shortMessage(error);
       return findings;
     }
   }
@@ -173,7 +163,7 @@ async function checkPackage(
       finding.repair = 'reinstalled';
     } catch (error) {
       finding.repair = 'failed';
-      finding.detail = message(error);
+      finding.detail = shortMessage(error);
     }
   } else if (release.status !== 'deployed') {
     findings.push({
@@ -185,10 +175,6 @@ async function checkPackage(
     });
   }
   return findings;
-}
-
-function message(error: unknown): string {
-  return (error instanceof Error ? error.message : String(error)).slice(0, 500);
 }
 
 /** What makes two passes' findings the same drift (the detail text may vary). */
@@ -204,38 +190,27 @@ function signature(findings: readonly DriftFinding[]): string {
  */
 async function recordDrift(
   deps: OrchestratorDeps,
-  tenant: TenantRecord,
+  tenant: Tenant,
   findings: DriftFinding[],
 ): Promise<Drift | null> {
   return deps.db.withTenant(tenant.id, async (tx) => {
-    const { rows } = await tx.query<{ drift: Drift | null }>(
-      'SELECT drift FROM tenants WHERE id = $1 FOR UPDATE',
-      [tenant.id],
-    );
-    const stored = rows[0]?.drift ?? null;
+    const stored = (await lockDrift(tx, tenant.id)) as Drift | null;
     const repaired = findings.some((f) => f.repair === 'recreated' || f.repair === 'reinstalled');
     if (!repaired && signature(stored?.findings ?? []) === signature(findings)) return stored;
     const drift =
       findings.length === 0 ? null : { detected_at: deps.now().toISOString(), findings };
-    await tx.query('UPDATE tenants SET drift = $2, updated_at = now() WHERE id = $1', [
-      tenant.id,
-      drift === null ? null : JSON.stringify(drift),
-    ]);
+    await setDrift(tx, tenant.id, drift);
     deps.logger.warn(
       { tenant_id: tenant.id, findings, previous: stored?.findings ?? [] },
       findings.length === 0
         ? 'tenant matches the cluster again'
         : 'tenant drifted from the cluster',
     );
-    await tx.query(
-      `INSERT INTO tenant_lifecycle_events (tenant_id, kind, details, actor)
-       VALUES ($1, 'drift', $2, $3)`,
-      [
-        tenant.id,
-        JSON.stringify({ state: tenant.state, findings, resolved: findings.length === 0 }),
-        ORCHESTRATOR_ACTOR,
-      ],
-    );
+    await insertLifecycleEvent(tx, tenant.id, {
+      kind: 'drift',
+      actor: ORCHESTRATOR_ACTOR,
+      details: { state: tenant.state, findings, resolved: findings.length === 0 },
+    });
     return drift;
   });
 }

@@ -1,14 +1,8 @@
 import { Compile } from 'typebox/compile';
-import type { TenantConfig } from '../../contracts/tenant-config.ts';
 import { TenantValues } from '../../contracts/tenant-values.ts';
-import { ADAPTER_BOOTSTRAP_SECRET } from '../domains/adapter/index.ts';
+import { ADAPTER_BOOTSTRAP_SECRET } from '../domains/adapter/adapter-types.ts';
 import { parseQuantity } from '../domains/tenants/quantity.ts';
-
-/** The configuration as the database keeps it (tenants/config-secrets.ts withoutSecrets). */
-export type StoredConfig = Omit<TenantConfig, 'llm' | 'integrations'> & {
-  llm?: { provider: string; base_url: string; model: string; has_api_key: boolean };
-  integrations?: { external_analyzer_url?: string };
-};
+import { RenderError, type StoredConfig } from '../domains/tenants/tenant-types.ts';
 
 export interface InstallFacts {
   msspId: string;
@@ -45,16 +39,6 @@ export interface RenderInput {
 export const ADAPTER_TOKEN_SECRET = { name: 'svc-adapter-token', key: 'token' } as const;
 /** The data-plane credentials copied from the install namespace (spec §9.4 items 2 and 4). */
 export const COMPONENT_BOOTSTRAP_SECRET = 'svc-bootstrap';
-
-export class RenderError extends Error {
-  override name = 'RenderError';
-  constructor(
-    message: string,
-    readonly problems: Array<{ path: string; message: string }>,
-  ) {
-    super(message);
-  }
-}
 
 const checkValues = Compile(TenantValues);
 

@@ -8,13 +8,19 @@ import type { AppDatabase } from '../db/pools.ts';
 import type { SystemGate } from '../db/system-gate.ts';
 import type { DatabaseTarget } from '../db/target.ts';
 import { afterCommit } from '../db/unit-of-work.ts';
-import type { TenancyDeps } from '../http/app.ts';
+import { issueBootstrapCredential } from '../domains/adapter/adapter-service.ts';
 import type { Logger } from '../log/index.ts';
 import type { TokenService } from '../tokens/index.ts';
-import { BUNDLED_CHARTS_DIR, loadChartCatalog } from './catalog.ts';
-import { DEFAULT_TIMING, type OrchestratorDeps } from './context.ts';
-import { ensureInstall } from './install.ts';
-import { createOrchestrator, createTenantLocks, type Orchestrator } from './orchestrator.ts';
+import { BUNDLED_CHARTS_DIR, type ChartCatalog, loadChartCatalog } from './catalog.ts';
+import {
+  DEFAULT_TIMING,
+  type OrchestratorDeps,
+  type OrchestratorTiming,
+  type TenancyDeps,
+} from './context.ts';
+import { ensureInstall, type InstallRecord } from './install.ts';
+import { createOrchestrator, type Orchestrator } from './orchestrator.ts';
+import { createTenantLocks } from './tenant-locks.ts';
 import { valuesPreview } from './values-preview.ts';
 
 /** svc's own version: the `system_version` side of the compatibility matrix (spec §2.10). */
@@ -22,18 +28,11 @@ export const SYSTEM_VERSION: string = JSON.parse(
   readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
 ).version;
 
-export interface TenancyRuntime {
-  orchestrator: Orchestrator;
-  /** What the HTTP layer needs. */
-  api: TenancyDeps;
-  deps: OrchestratorDeps;
-  stop(): Promise<void>;
-}
-
-/** Wires the orchestrator from configuration; `svc serve` and `svc orchestrator` share it. */
-export async function startTenancy(input: {
-  config: Config;
-  target: DatabaseTarget;
+/** What the orchestrator is built from: configuration, the install record and live parts. */
+export interface OrchestratorParts {
+  config: Pick<Config, 'installNamespace' | 'serviceAccount' | 'orchestrator'>;
+  install: Pick<InstallRecord, 'msspId' | 'installId'>;
+  catalog: ChartCatalog;
   db: AppDatabase;
   system: SystemGate;
   tokens: TokenService;
@@ -41,29 +40,32 @@ export async function startTenancy(input: {
   secrets: SecretStore;
   logger: Logger;
   now: () => Date;
+  /** The identity helm acts as; default helm's own (in-cluster or $KUBECONFIG). */
   kubeconfigPath?: string | undefined;
-  /** Start the loop (false: the caller drives runOnce, as tests do). */
-  run?: boolean;
-}): Promise<TenancyRuntime> {
-  const { config } = input;
+  /** Timings the configuration does not expose (tests shorten them all). */
+  timing?: Partial<OrchestratorTiming> | undefined;
+}
+
+/** The one place OrchestratorDeps is assembled (serve, orchestrator, tests, bench). */
+export function orchestratorDeps(parts: OrchestratorParts): OrchestratorDeps {
+  const { config } = parts;
   const o = config.orchestrator;
-  const install = await ensureInstall(input.target, config.install);
-  const catalog = await loadChartCatalog(o.chartsDir ?? BUNDLED_CHARTS_DIR);
-  const deps: OrchestratorDeps = {
-    db: input.db,
-    system: input.system,
-    secrets: input.secrets,
-    namespaces: createNamespaceStore(input.kubeConfig),
+  return {
+    db: parts.db,
+    system: parts.system,
+    secrets: parts.secrets,
+    namespaces: createNamespaceStore(parts.kubeConfig),
     helm: createHelmRunner({
       binary: o.helmBinary,
-      ...(input.kubeconfigPath ? { kubeconfigPath: input.kubeconfigPath } : {}),
+      ...(parts.kubeconfigPath ? { kubeconfigPath: parts.kubeconfigPath } : {}),
     }),
-    kubeConfig: input.kubeConfig,
-    catalog,
-    tokens: input.tokens,
+    kubeConfig: parts.kubeConfig,
+    catalog: parts.catalog,
+    tokens: parts.tokens,
+    issueBootstrapCredential,
     install: {
-      msspId: install.msspId,
-      installId: install.installId,
+      msspId: parts.install.msspId,
+      installId: parts.install.installId,
       namespace: config.installNamespace,
       serviceAccount: config.serviceAccount,
     },
@@ -84,10 +86,34 @@ export async function startTenancy(input: {
       retentionMs: o.retentionMs,
       helmTimeoutMs: o.helmTimeoutMs,
       reconcileMs: o.reconcileMs,
+      ...parts.timing,
     },
-    logger: input.logger,
-    now: input.now,
+    logger: parts.logger,
+    now: parts.now,
   };
+}
+
+export interface TenancyRuntime {
+  orchestrator: Orchestrator;
+  /** What the HTTP layer needs. */
+  api: TenancyDeps;
+  deps: OrchestratorDeps;
+  stop(): Promise<void>;
+}
+
+/** Wires the orchestrator from configuration; `svc serve` and `svc orchestrator` share it. */
+export async function startTenancy(
+  input: Omit<OrchestratorParts, 'install' | 'catalog' | 'timing'> & {
+    config: Config;
+    target: DatabaseTarget;
+    /** Start the loop (false: the caller drives runOnce, as tests do). */
+    run?: boolean;
+  },
+): Promise<TenancyRuntime> {
+  const o = input.config.orchestrator;
+  const install = await ensureInstall(input.target, input.config.install);
+  const catalog = await loadChartCatalog(o.chartsDir ?? BUNDLED_CHARTS_DIR);
+  const deps = orchestratorDeps({ ...input, install, catalog });
   const locks = createTenantLocks(input.target, o.concurrency + 2);
   const orchestrator = createOrchestrator({ ...deps, locks, concurrency: o.concurrency });
   if (input.run ?? o.enabled) orchestrator.start();

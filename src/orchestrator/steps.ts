@@ -1,49 +1,33 @@
-import type { Transaction } from '../db/tenant-context.ts';
+import type { TenantTx } from '../db/tenant-context.ts';
+import { stepHistory } from '../domains/provisioning/provisioning-repository.ts';
+import {
+  type MarkerStep,
+  PROVISIONING_STEPS,
+  type ProvisioningStep,
+  type StepRecord,
+} from '../domains/provisioning/provisioning-types.ts';
+import { insertLifecycleEvent } from '../domains/tenants/tenant-repository.ts';
 
-/**
- * Provisioning steps (spec §9.4), recorded as TenantLifecycleEvents of kind `step` (§6.2: the
- * lifecycle also records the last completed step for idempotent retry). Order matters: a retry
- * or a restarted orchestrator resumes with the first step not completed.
- */
-export const PROVISIONING_STEPS = [
-  'install_secrets_written',
-  'namespace_created',
-  'bootstrap_secrets_written',
-  'edge_ports_allocated',
-  'package_installed',
-  'package_ready',
-] as const;
-export type ProvisioningStep = (typeof PROVISIONING_STEPS)[number];
-
-/** Bookkeeping steps: not part of the flow, but they change what counts as completed. */
-export type MarkerStep =
-  | 'rolled_back'
-  | 'retry_requested'
-  | 'adapter_token_written'
-  | 'decommissioned'
-  | 'upgrade_requested'
-  | 'upgraded'
-  | 'upgrade_failed'
-  | 'heartbeat_before_ready';
-
+/** A completed step (or a marker) in the tenant's lifecycle: what a retry resumes after. */
 export async function recordStep(
-  tx: Transaction,
+  tx: TenantTx,
   tenantId: string,
   step: ProvisioningStep | MarkerStep,
   actor: string,
   details: Record<string, unknown> = {},
 ): Promise<void> {
-  await tx.query(
-    `INSERT INTO tenant_lifecycle_events (tenant_id, kind, step, details, actor)
-     VALUES ($1, 'step', $2, $3, $4)`,
-    [tenantId, step, JSON.stringify(details), actor],
-  );
+  await insertLifecycleEvent(tx, tenantId, { kind: 'step', step, actor, details });
 }
 
-export interface StepRecord {
-  step: string;
-  details: Record<string, unknown>;
-  occurredAt: Date;
+/** A failure the operator reads on the tenant's event stream (kept on the tenant as well). */
+export async function recordError(
+  tx: TenantTx,
+  tenantId: string,
+  step: string,
+  actor: string,
+  details: Record<string, unknown>,
+): Promise<void> {
+  await insertLifecycleEvent(tx, tenantId, { kind: 'error', step, actor, details });
 }
 
 /**
@@ -52,20 +36,11 @@ export interface StepRecord {
  * again at the namespace.
  */
 export async function completedSteps(
-  tx: Transaction,
+  tx: TenantTx,
   tenantId: string,
 ): Promise<Map<ProvisioningStep, StepRecord>> {
-  const { rows } = await tx.query<{
-    step: string;
-    details: Record<string, unknown>;
-    occurred_at: Date;
-  }>(
-    `SELECT step, details, occurred_at FROM tenant_lifecycle_events
-      WHERE tenant_id = $1 AND kind = 'step' ORDER BY id`,
-    [tenantId],
-  );
   const done = new Map<ProvisioningStep, StepRecord>();
-  for (const row of rows) {
+  for (const row of await stepHistory(tx, tenantId)) {
     if (row.step === 'rolled_back') {
       for (const undone of (row.details.undone as string[] | undefined) ?? []) {
         done.delete(undone as ProvisioningStep);

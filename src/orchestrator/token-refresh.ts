@@ -1,6 +1,9 @@
+import { adapterTokenRef } from '../domains/provisioning/provisioning-repository.ts';
+import { upsertSecretRef } from '../domains/tenants/tenant-config-repository.ts';
+import { findTenant } from '../domains/tenants/tenant-repository.ts';
 import { ORCHESTRATOR_ACTOR, type OrchestratorDeps } from './context.ts';
-import { bindServiceIdentity, loadTenant, upsertSecretRef } from './provision.ts';
 import { ADAPTER_TOKEN_SECRET, namespaceOf } from './render.ts';
+import { bindServiceIdentity } from './service-identity.ts';
 import { recordStep } from './steps.ts';
 
 /**
@@ -12,16 +15,9 @@ export async function refreshAdapterToken(
   deps: OrchestratorDeps,
   tenantId: string,
 ): Promise<boolean> {
-  const tenant = await deps.db.withoutTenant((tx) => loadTenant(tx, tenantId));
+  const tenant = await deps.db.withoutTenant((tx) => findTenant(tx, tenantId));
   if (!tenant || (tenant.state !== 'active' && tenant.state !== 'provisioning')) return false;
-  const ref = await deps.db.withTenant(tenantId, async (tx) => {
-    const { rows } = await tx.query<{ written_at: Date; namespace: string; version: number }>(
-      `SELECT coalesce(rotated_at, created_at) AS written_at, namespace, version FROM tenant_secrets
-        WHERE tenant_id = $1 AND purpose = 'adapter-token'`,
-      [tenantId],
-    );
-    return rows[0];
-  });
+  const ref = await deps.db.withTenant(tenantId, (tx) => adapterTokenRef(tx, tenantId));
   if (!ref) return false;
   if (deps.now().getTime() - ref.written_at.getTime() < deps.timing.adapterTokenRefreshMs)
     return false;
@@ -35,7 +31,12 @@ export async function refreshAdapterToken(
     { 'managed-by': 'svc', 'tenant-id': tenantId },
   );
   await deps.db.withTenant(tenantId, async (tx) => {
-    await upsertSecretRef(tx, tenantId, 'adapter-token', namespace, ADAPTER_TOKEN_SECRET.name);
+    await upsertSecretRef(tx, {
+      tenant_id: tenantId,
+      purpose: 'adapter-token',
+      namespace,
+      name: ADAPTER_TOKEN_SECRET.name,
+    });
     await recordStep(tx, tenantId, 'adapter_token_written', ORCHESTRATOR_ACTOR, {
       namespace,
       expires_at: new Date(minted.claims.exp * 1000).toISOString(),

@@ -1,7 +1,13 @@
 import { writeAudit } from '../domains/audit/audit-repository.ts';
+import {
+  completeUpgrade,
+  dropUpgradeTarget,
+} from '../domains/provisioning/provisioning-repository.ts';
+import { findTenant } from '../domains/tenants/tenant-repository.ts';
 import { ORCHESTRATOR_ACTOR, type OrchestratorDeps } from './context.ts';
-import { bindServiceIdentity, loadTenant, RELEASE_NAME, renderFor } from './provision.ts';
+import { RELEASE_NAME, renderFor } from './release.ts';
 import { namespaceOf } from './render.ts';
+import { bindServiceIdentity } from './service-identity.ts';
 import { recordStep } from './steps.ts';
 
 /**
@@ -16,7 +22,7 @@ export async function advanceUpgrade(
   tenantId: string,
   signal: AbortSignal,
 ): Promise<void> {
-  const tenant = await deps.db.withoutTenant((tx) => loadTenant(tx, tenantId));
+  const tenant = await deps.db.withoutTenant((tx) => findTenant(tx, tenantId));
   if (tenant?.state !== 'active' || tenant.upgrade_target === null) return;
   const target = tenant.upgrade_target;
   const namespace = namespaceOf(tenant.slug);
@@ -55,18 +61,10 @@ export async function advanceUpgrade(
     if (outcome.ok) {
       // Compare-and-set on what this run started from: the chart version is only written for
       // the upgrade still asked for on a tenant still active.
-      await tx.query(
-        `UPDATE tenants SET chart_version = $2, upgrade_target = NULL, updated_at = now()
-          WHERE id = $1 AND state = 'active' AND upgrade_target = $2`,
-        [tenant.id, target],
-      );
+      await completeUpgrade(tx, tenant.id, target);
       await recordStep(tx, tenant.id, 'upgraded', ORCHESTRATOR_ACTOR, { from, to: target });
     } else {
-      await tx.query(
-        `UPDATE tenants SET upgrade_target = NULL, updated_at = now()
-          WHERE id = $1 AND upgrade_target = $2`,
-        [tenant.id, target],
-      );
+      await dropUpgradeTarget(tx, tenant.id, target);
       await recordStep(tx, tenant.id, 'upgrade_failed', ORCHESTRATOR_ACTOR, {
         from,
         to: target,

@@ -1,11 +1,12 @@
 import type { ValuesPreview } from '../domains/tenants/tenant-config.ts';
 import type { OrchestratorDeps } from './context.ts';
-import { installableVersion, StepFailure } from './provision.ts';
+import { installableVersion } from './release.ts';
 import { renderTenantValues } from './render.ts';
+import { StepFailure } from './step-failure.ts';
 
 /**
  * The orchestrator's renderer over the chart version a new tenant would get now, for the
- * creation check (validate-config.ts). With no installable chart there is nothing to render
+ * creation check (tenant-config.ts). With no installable chart there is nothing to render
  * against; the orchestrator reports that itself (`no_supported_chart`).
  */
 export function valuesPreview(deps: OrchestratorDeps): ValuesPreview {

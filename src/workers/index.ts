@@ -1,7 +1,5 @@
 import Type from 'typebox';
 import { Compile } from 'typebox/compile';
-import type { AppDatabase } from '../db/pools.ts';
-import type { Transaction } from '../db/tenant-context.ts';
 
 /** Every job payload names its one tenant (spec §1 item 6, §5.7 item 5). */
 export const JobPayload = Type.Object({
@@ -18,9 +16,18 @@ export class JobRejectedError extends Error {
   override name = 'JobRejectedError';
 }
 
-export interface JobContext {
+/**
+ * The one way into the database a job runner needs: a transaction in one tenant's context.
+ * Generic over the transaction, so the workers never name the database layer's types; the
+ * application database (`withTenant`) fits it, and a job body gets its TenantTx.
+ */
+export interface TenantScope<Tx> {
+  withTenant<T>(tenantId: string, fn: (tx: Tx) => Promise<T>): Promise<T>;
+}
+
+export interface JobContext<Tx> {
   job: JobPayload;
-  tx: Transaction;
+  tx: Tx;
   /** The audit actor id of this job's Worker principal. */
   actorId: string;
 }
@@ -29,10 +36,10 @@ export interface JobContext {
  * The entry every worker goes through: a payload without a valid tenant_id is refused before
  * any database access, and the job body runs inside that tenant's RLS context.
  */
-export async function runTenantJob<T>(
-  db: Pick<AppDatabase, 'withTenant'>,
+export async function runTenantJob<Tx, T>(
+  db: TenantScope<Tx>,
   payload: unknown,
-  body: (ctx: JobContext) => Promise<T>,
+  body: (ctx: JobContext<Tx>) => Promise<T>,
 ): Promise<T> {
   if (!checkPayload.Check(payload)) {
     const first = checkPayload.Errors(payload)[0];

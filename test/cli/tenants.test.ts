@@ -10,7 +10,6 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from '../../src/db/embedded.ts';
 import { BUNDLED_CHARTS_DIR } from '../../src/orchestrator/catalog.ts';
 import { SYSTEM_VERSION } from '../../src/orchestrator/runtime.ts';
-import { seedUser } from '../support/api.ts';
 import {
   adapterHeartbeat,
   type Orchestration,
@@ -19,7 +18,8 @@ import {
   tenantConfig,
   tenantRow,
   uniqueSlug,
-} from '../tenants/support.ts';
+} from '../provisioning/support.ts';
+import { seedUser } from '../support/api.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

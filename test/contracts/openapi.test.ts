@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { contract } from '../../contracts/index.ts';
-import { createApp } from '../../src/http/app.ts';
+import { createApp } from '../../src/http/server/app.ts';
 import { createLogger } from '../../src/log/index.ts';
 
 const app = createApp({

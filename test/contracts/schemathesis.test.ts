@@ -1,6 +1,12 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { adapterToken, issue, setState } from '../internal/support.ts';
+import {
+  type Orchestration,
+  PASSWORD,
+  startOrchestration,
+  uniqueSlug,
+} from '../provisioning/support.ts';
 import { client, seedUser } from '../support/api.ts';
 import { createTenant, TENANT_ROW_FIXTURES } from '../support/fixtures.ts';
 import {
@@ -9,12 +15,6 @@ import {
   runSchemathesis,
   type SchemathesisRun,
 } from '../support/schemathesis.ts';
-import {
-  type Orchestration,
-  PASSWORD,
-  startOrchestration,
-  uniqueSlug,
-} from '../tenants/support.ts';
 
 // Issue 10 "schemathesis in the test suite": every check schemathesis has, over the served
 // OpenAPI document, once per identity, against the real API on a scratch database clone with

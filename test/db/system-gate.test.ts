@@ -12,20 +12,20 @@ import { createTenant } from '../support/fixtures.ts';
  * deliberate widening of who may bypass RLS.
  */
 const DESIGNATED_SYSTEM_MODULES: readonly string[] = [
-  'cli/serve.ts', // composition root: builds the gate from the configuration
-  'http/app.ts', // hands the gate to the routes below, typed
-  'http/mssp/users.ts', // admin password reset finds a user of any tenant
-  'cli/orchestrator.ts', // composition root of `svc orchestrator`
+  'app/compose.ts', // the composition root: builds the gate, hands it to the services below
+  'domains/users/user-service.ts', // admin password reset finds a user of any tenant, typed
+  'domains/tenants/tenant-service.ts', // fleet.summary: takes the gate, typed
   'orchestrator/runtime.ts', // hands the gate to the orchestrator, typed
   'orchestrator/context.ts', // the orchestrator's dependencies, typed (the purge below)
+  'domains/audit/audit-service.ts', // mssp.audit: takes the gate, typed
 ];
 
 /** Modules that enter the gate (call withSystem), each for a reason it names. */
 const SYSTEM_GATE_CALLERS: readonly string[] = [
   'db/system-gate.ts', // its own definition
-  'http/mssp/users.ts', // user.password_reset: the target may be in any tenant
-  'http/mssp/routes.ts', // fleet.summary: a cross-tenant rollup
-  'http/mssp/audit.ts', // mssp.audit: the cross-tenant audit view
+  'domains/users/user-service.ts', // user.password_reset: the target may be in any tenant
+  'domains/tenants/tenant-service.ts', // fleet.summary: a cross-tenant rollup
+  'domains/audit/audit-service.ts', // mssp.audit: the cross-tenant audit view
   'orchestrator/decommission.ts', // tenant.purge: a tenant's rows leave every table at once
 ];
 

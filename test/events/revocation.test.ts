@@ -7,7 +7,6 @@ import {
   SESSION_ABSOLUTE_MS,
   SESSION_IDLE_MS,
 } from '../../src/domains/sessions/session-repository.ts';
-import { credentialWatchOf } from '../../src/http/event-stream.ts';
 import { client, seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
@@ -229,7 +228,7 @@ test('issue 10.3 other requests of the session keep its stream open until the ab
   const browser = await signIn(viewer.email);
   const stream = await open('/api/tenant/events', { cookie: browser.cookie() ?? '' });
   await subscribed(1);
-  const watch = credentialWatchOf({ events: api.events, db: db.app, now: api.clock.now });
+  const watch = api.watch;
   // Past the idle deadline the stream opened with, but the session was used meanwhile.
   for (let i = 0; i < 2; i++) {
     api.clock.advance(20 * MINUTE);

@@ -4,6 +4,7 @@ import { after, before, test } from 'node:test';
 import { serve } from '@hono/node-server';
 import { Hono } from 'hono';
 import type { Credential } from '../../src/auth/credential.ts';
+import { createCredentialWatch } from '../../src/domains/sessions/credential-watch.ts';
 import { streamTenantEvents } from '../../src/http/event-stream.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
@@ -29,6 +30,7 @@ before(async () => {
   // How the routes mount it: authentication leaves the credential on the context, the route
   // decides the tenant, the helper streams it. `x-expires-in` stands in for a token's exp.
   const app = new Hono();
+  const watch = createCredentialWatch({ db: hub.db, now: () => new Date() });
   app.get('/tenants/:tenant/events', (c) => {
     const expiresIn = c.req.header('x-expires-in');
     c.set(
@@ -37,11 +39,7 @@ before(async () => {
         ? { ...watcher, kind: 'token', expiresAt: new Date(Date.now() + Number(expiresIn)) }
         : watcher,
     );
-    return streamTenantEvents(
-      c,
-      { events: hub.hub, db: hub.db, now: () => new Date() },
-      c.req.param('tenant'),
-    );
+    return streamTenantEvents(c, { events: hub.hub, watch }, c.req.param('tenant'));
   });
   const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 });
   await new Promise((resolve) => server.once('listening', resolve));

@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import pg from 'pg';
 import { clientConfig } from '../../src/db/target.ts';
+import type { InstallTx, TenantTx } from '../../src/db/tenant-context.ts';
 import {
   appendEvent,
   latestEventId,
@@ -154,8 +155,11 @@ test('§5.7.8 readEventsAfter is decided by the context: A reads only A, no cont
     ids,
     [...ids].sort((x, y) => (x < y ? -1 : 1)),
   );
-  assert.deepEqual(await db.app.withoutTenant((tx) => readEventsAfter(tx, 0n, 1000)), []);
-  assert.equal(await db.app.withoutTenant(latestEventId), 0n);
+  // The compiler already refuses a transaction without tenant context here; the cast defeats
+  // it on purpose, to show that RLS refuses it too.
+  const misused = (tx: InstallTx) => tx as unknown as TenantTx;
+  assert.deepEqual(await db.app.withoutTenant((tx) => readEventsAfter(misused(tx), 0n, 1000)), []);
+  assert.equal(await db.app.withoutTenant((tx) => latestEventId(misused(tx))), 0n);
 });
 
 test('§5.7.8 the notification names tenant and event id only, is sent at commit and never for a rollback', async () => {

@@ -6,8 +6,8 @@ import { freePort } from '../../src/db/embedded.ts';
 import { createAppDatabase } from '../../src/db/pools.ts';
 import { type ScratchDatabase, startScratchDatabase } from '../../src/db/scratch.ts';
 import { createSystemGate } from '../../src/db/system-gate.ts';
-import { DatabaseUnavailableError } from '../../src/db/unavailable.ts';
-import { createTenantLocks } from '../../src/orchestrator/orchestrator.ts';
+import { DatabaseUnavailableError } from '../../src/faults/unavailable.ts';
+import { createTenantLocks } from '../../src/orchestrator/tenant-locks.ts';
 
 /*
  * Issue 10 "Fault tolerance under load", per pool and client: a server-side disconnect

@@ -14,6 +14,7 @@ import { loadOrCreateCredentials } from '../../src/db/credentials.ts';
 import { type EmbeddedServer, freePort, startEmbedded } from '../../src/db/embedded.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { clientConfig, type DatabaseTarget } from '../../src/db/target.ts';
+import type { TenantTx } from '../../src/db/tenant-context.ts';
 import { appendEvent } from '../../src/domains/events/index.ts';
 import { setPassword } from '../../src/domains/users/user-repository.ts';
 import { createLogger } from '../../src/log/index.ts';
@@ -331,7 +332,8 @@ test('issue 10 fault tolerance: PostgreSQL restarts under load; svc survives, an
     try {
       await client.query('BEGIN');
       await client.query(`SELECT set_config('app.current_tenant_id', $1, true)`, [tenantId]);
-      await appendEvent(client, {
+      // The set_config above gives this transaction its tenant context.
+      await appendEvent(client as TenantTx, {
         tenantId,
         streamType: 'investigation',
         streamId: randomUUID(),

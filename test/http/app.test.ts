@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { setTimeout } from 'node:timers/promises';
 import { serve } from '@hono/node-server';
-import { createApp } from '../../src/http/app.ts';
+import { createApp } from '../../src/http/server/app.ts';
 import { createLogger } from '../../src/log/index.ts';
 
 function capture() {

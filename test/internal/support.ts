@@ -1,4 +1,4 @@
-import { issueBootstrapCredential } from '../../src/domains/adapter/index.ts';
+import { issueBootstrapCredential } from '../../src/domains/adapter/adapter-service.ts';
 import type { TestApi } from '../support/api.ts';
 import type { TestDatabase } from '../support/database.ts';
 
@@ -17,7 +17,7 @@ export function bearer(token: string): { authorization: string } {
  * Moves a tenant to a state directly (as the orchestrator would), keeping the deleted_at rule.
  * A provisioning tenant also gets the orchestrator's `package_ready` step, so its first
  * heartbeat activates it (spec §3.1 row 3; the heartbeat-before-ready order is proven in
- * test/tenants/).
+ * test/provisioning/).
  */
 export async function setState(db: TestDatabase, tenantId: string, state: TenantState) {
   await db.pools.mssp.query(

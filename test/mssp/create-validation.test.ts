@@ -5,33 +5,24 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { after, test } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
 import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
 import type { TenantConfig } from '../../contracts/tenant-config.ts';
 import { createSecretStore, type SecretStore } from '../../src/cluster/secrets.ts';
 import { installSecretNames } from '../../src/domains/tenants/tenant-creation.ts';
 import type { OutboundPolicy } from '../../src/net/outbound-url.ts';
+import { PASSWORD, tenantConfig, uniqueSlug, useOrchestration } from '../provisioning/support.ts';
 import { problemCode, seedUser, startTestApi, type TestApi } from '../support/api.ts';
-import {
-  type Orchestration,
-  PASSWORD,
-  startOrchestration,
-  tenantConfig,
-  uniqueSlug,
-} from '../tenants/support.ts';
 
-let o: Orchestration;
 const extraApis: TestApi[] = [];
 
-before(async () => {
-  // The orchestrator is not started: what matters is what the API accepts and writes.
-  o = await startOrchestration({ run: false });
-});
+// Registered first, so it runs before the orchestration closes (hooks run in order).
 after(async () => {
   for (const api of extraApis) await api.close();
-  await o.close();
 });
+// The orchestrator is not started: what matters is what the API accepts and writes.
+const o = useOrchestration({ run: false });
 
 /** What a refused creation must not leave: tenant rows, audit rows, install-namespace Secrets. */
 async function written() {

@@ -4,29 +4,20 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { serve } from '@hono/node-server';
 import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
+import { composeApi, composeCore } from '../../src/app/compose.ts';
 import { createOriginPolicy, type OriginPolicy } from '../../src/auth/csrf.ts';
 import type { Role } from '../../src/auth/identity.ts';
-import {
-  createPasswordHasher,
-  type HashParams,
-  type PasswordHasher,
-} from '../../src/auth/passwords.ts';
+import type { HashParams, PasswordHasher } from '../../src/auth/passwords.ts';
 import type { SecretStore } from '../../src/cluster/secrets.ts';
-import { type AuthConfig, type AuthMode, loadConfig } from '../../src/config/index.ts';
+import { type AuthConfig, type AuthMode, type Config, loadConfig } from '../../src/config/index.ts';
 import type { AppDatabase } from '../../src/db/pools.ts';
-import { createSystemGate } from '../../src/db/system-gate.ts';
-import { createEventHub, type EventHub } from '../../src/domains/events/index.ts';
-import { createAuthService } from '../../src/domains/sessions/session-service.ts';
+import type { EventHub } from '../../src/domains/events/index.ts';
+import type { CredentialWatch } from '../../src/domains/sessions/credential-watch.ts';
 import { setPassword } from '../../src/domains/users/user-repository.ts';
-import type { TenancyDeps } from '../../src/http/app.ts';
-import { createApp } from '../../src/http/app.ts';
 import { createLogger } from '../../src/log/index.ts';
 import type { OutboundPolicy } from '../../src/net/outbound-url.ts';
-import {
-  createTokenService,
-  loadOrCreateSigningKey,
-  type TokenService,
-} from '../../src/tokens/index.ts';
+import type { TenancyDeps } from '../../src/orchestrator/context.ts';
+import type { TokenService } from '../../src/tokens/index.ts';
 import type { TestDatabase } from './database.ts';
 
 /** A clock tests move by hand, for expiry and lockout windows. */
@@ -43,6 +34,8 @@ export function testClock(start = Date.now()) {
 export interface TestApi {
   url: string;
   events: EventHub;
+  /** The app's one credential watch (its re-check passes). */
+  watch: CredentialWatch;
   tokens: TokenService;
   origin: string;
   hasher: PasswordHasher;
@@ -60,99 +53,94 @@ export interface TestApiOptions {
   hash?: { concurrency?: number; queue?: number; params?: HashParams };
   /** Secrets in an install namespace of the test cluster, for tenant creation. */
   secrets?: SecretStore;
-  /** The orchestrator's side of the tenant endpoints (test/tenants/support.ts). */
+  /** The orchestrator's side of the tenant endpoints (test/provisioning/support.ts). */
   tenancy?: TenancyDeps;
   /** Internal targets tenant URLs may name (SVC_OUTBOUND_ALLOW_*). */
   outbound?: OutboundPolicy;
 }
 
-/** Counts transactions without changing them: the database underneath stays real. */
+/** Counts scopes (withTenant/withoutTenant/withScope) without changing them: the database stays real. */
 function counting(db: AppDatabase): { db: AppDatabase; count: () => number } {
   let n = 0;
   return {
     db: {
       ...db,
-      withTenant: (id, fn) => {
+      withTenant: (id, fn, options) => {
         n++;
-        return db.withTenant(id, fn);
+        return db.withTenant(id, fn, options);
       },
-      withoutTenant: (fn) => {
+      withoutTenant: (fn, options) => {
         n++;
-        return db.withoutTenant(fn);
+        return db.withoutTenant(fn, options);
       },
-      withScope: (id, fn) => {
+      withScope: (id, fn, options) => {
         n++;
-        return db.withScope(id, fn);
+        return db.withScope(id, fn, options);
       },
     },
     count: () => n,
   };
 }
 
-/** The real HTTP app on a real socket (127.0.0.1, ephemeral port) over a test database. */
+/** The real HTTP app (src/app/compose.ts) on a real socket (127.0.0.1, ephemeral port). */
 export async function startTestApi(
   database: TestDatabase,
   options: TestApiOptions = {},
 ): Promise<TestApi> {
-  const mode = options.mode ?? 'internal';
-  const auth: AuthConfig = { ...loadConfig({}).auth, ...options.auth };
   const clock = testClock();
-  const hasher = createPasswordHasher({
-    concurrency: options.hash?.concurrency ?? 2,
-    queue: options.hash?.queue ?? 64,
-    ...(options.hash?.params ? { params: options.hash.params } : {}),
-  });
-  const system = createSystemGate(database.target);
   const keyDir = await mkdtemp(path.join(tmpdir(), 'svc-key-'));
-  const tokens = createTokenService({ key: await loadOrCreateSigningKey(keyDir), now: clock.now });
+  const defaults = loadConfig({});
+  const config: Config = {
+    ...defaults,
+    dataDir: keyDir,
+    authMode: options.mode ?? 'internal',
+    trustedProxyCidrs: options.trustedProxyCidrs ?? [],
+    ...(options.outbound ? { outbound: options.outbound } : {}),
+    auth: {
+      ...defaults.auth,
+      hashConcurrency: options.hash?.concurrency ?? 2,
+      hashQueue: options.hash?.queue ?? 64,
+      ...options.auth,
+    },
+  };
   const { db, count } = counting(database.app);
-  const events = await createEventHub({
+  const core = await composeCore({
+    config,
+    logger: createLogger('silent'),
     target: database.target,
-    db: database.app,
+    db,
+    now: clock.now,
+    ...(options.hash?.params ? { hashParams: options.hash.params } : {}),
+  });
+  const api = await composeApi(core, {
+    origins:
+      options.origins ??
+      createOriginPolicy({
+        msspHostname: undefined,
+        customerHostname: undefined,
+        allowLoopback: true,
+      }),
+    secrets: options.secrets,
+    tenancy: options.tenancy,
     heartbeatMs: 1000,
   });
-  const app = createApp({
-    authMode: mode,
-    trustedProxyCidrs: options.trustedProxyCidrs ?? [],
-    logger: createLogger('silent'),
-    databaseReady: db.ping,
-    api: {
-      auth,
-      db,
-      system,
-      hasher,
-      origins:
-        options.origins ??
-        createOriginPolicy({
-          msspHostname: undefined,
-          customerHostname: undefined,
-          allowLoopback: true,
-        }),
-      now: clock.now,
-      tokens,
-      events,
-      secrets: options.secrets,
-      tenancy: options.tenancy,
-      outbound: options.outbound,
-      service: createAuthService({ db, hasher, now: clock.now, authMode: mode }),
-    },
-  });
-  const server = serve({ fetch: app.fetch, hostname: '127.0.0.1', port: 0 });
+  const server = serve({ fetch: api.app.fetch, hostname: '127.0.0.1', port: 0 });
   await new Promise((resolve) => server.once('listening', resolve));
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
   return {
     url,
-    tokens,
-    events,
+    tokens: core.tokens,
+    events: api.events,
+    watch: api.watch,
     origin: url,
-    hasher,
+    hasher: core.hasher,
     clock,
     transactions: count,
     close: async () => {
       await new Promise((resolve) => server.close(resolve));
-      await system.close();
-      await events.close();
+      await api.close();
+      await core.close();
       await rm(keyDir, { recursive: true, force: true });
     },
   };

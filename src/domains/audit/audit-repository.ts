@@ -1,28 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { type KeysetPage, type KeysetRequest, keyset, toKeysetPage } from '../../db/keyset.ts';
+import type { SystemTx, TenantTx } from '../../db/tenant-context.ts';
 import { currentRequestId } from '../../log/index.ts';
+import type { AuditEntry, AuditFilters, AuditRecord, AuditRow } from './audit-types.ts';
 
-export type ActorPrincipal = 'User' | 'Worker' | 'System' | 'Adapter';
-
-/** One row of spec §2.6. tenant_id is null for install-scoped events. */
-export interface AuditEntry {
-  tenantId: string | null;
-  actorPrincipal: ActorPrincipal;
-  actorId: string;
-  action: string;
-  resourceType: string;
-  resourceId?: string | null;
-  before?: unknown;
-  after?: unknown;
-  actingAs?: string | null;
-  /** Defaults to the request id of the surrounding request (see log/withRequestId). */
-  requestId?: string | null;
-  details?: Record<string, unknown>;
-}
-
-export interface AuditRecord {
-  id: string;
-}
-
+/** A transaction or the system gate's own pool (its entry row commits on its own). */
 interface Queryable {
   query<R extends object>(text: string, values?: unknown[]): Promise<{ rows: R[] }>;
 }
@@ -59,4 +41,37 @@ export async function writeAudit(db: Queryable, entry: AuditEntry): Promise<Audi
     ],
   );
   return { id };
+}
+
+/**
+ * Audit rows newest first. Under a TenantTx, policy audit_read shows exactly the context
+ * tenant's rows (impersonation rows included, nothing install-scoped); a SystemTx sees all.
+ */
+export async function listAudit(
+  tx: TenantTx | SystemTx,
+  f: AuditFilters,
+  page: KeysetRequest,
+): Promise<KeysetPage<AuditRow>> {
+  const k = keyset('"timestamp"', page, 6);
+  const { rows } = await tx.query<AuditRow & { sort_key: string }>(
+    `SELECT id, "timestamp", tenant_id, actor_principal, actor_id, action, resource_type,
+            resource_id, before, after, acting_as, request_id, details, ${k.sortKey}
+       FROM audit_log
+      WHERE ($1::uuid IS NULL OR tenant_id = $1)
+        AND ($2::text IS NULL OR action = $2)
+        AND ($3::text IS NULL OR actor_id = $3)
+        AND ($4::timestamptz IS NULL OR "timestamp" >= $4)
+        AND ($5::timestamptz IS NULL OR "timestamp" < $5)
+        AND ${k.after}
+      ${k.orderLimit}`,
+    [
+      f.tenant_id ?? null,
+      f.action ?? null,
+      f.actor_id ?? null,
+      f.since ?? null,
+      f.until ?? null,
+      ...k.params,
+    ],
+  );
+  return toKeysetPage(rows, page.limit);
 }

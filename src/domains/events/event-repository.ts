@@ -1,4 +1,6 @@
-import type { Transaction } from '../../db/tenant-context.ts';
+import type pg from 'pg';
+import type * as s from 'zapatos/schema';
+import type { TenantTx } from '../../db/tenant-context.ts';
 
 /** One row of `events` as the application sees it. Ids are decimal strings (bigint). */
 export interface StoredEvent {
@@ -50,18 +52,7 @@ export function parseEventId(value: string): bigint | undefined {
   return id <= MAX_EVENT_ID ? id : undefined;
 }
 
-interface EventRow {
-  id: string;
-  tenant_id: string;
-  stream_type: string;
-  stream_id: string;
-  stream_seq: number;
-  type: string;
-  payload: unknown;
-  actor: string | null;
-  occurred_at: Date;
-  recorded_at: Date;
-}
+type EventRow = s.events.Selectable;
 
 const COLUMNS = `id, tenant_id, stream_type, stream_id, stream_seq, type, payload, actor,
   occurred_at, recorded_at`;
@@ -81,7 +72,7 @@ function toEvent(row: EventRow): StoredEvent {
   };
 }
 
-async function currentSeq(tx: Transaction, streamId: string): Promise<number> {
+async function currentSeq(tx: TenantTx, streamId: string): Promise<number> {
   const { rows } = await tx.query<{ seq: number }>(
     'SELECT coalesce(max(stream_seq), 0) AS seq FROM events WHERE stream_id = $1',
     [streamId],
@@ -95,7 +86,7 @@ async function currentSeq(tx: Transaction, streamId: string): Promise<number> {
  * same position makes the insert a no-op (ON CONFLICT DO NOTHING) rather than a unique
  * violation, so the caller's transaction stays usable after a StreamConflictError.
  */
-export async function appendEvent(tx: Transaction, input: AppendEventInput): Promise<StoredEvent> {
+export async function appendEvent(tx: TenantTx, input: AppendEventInput): Promise<StoredEvent> {
   if (!Number.isInteger(input.streamSeq) || input.streamSeq < 1)
     throw new RangeError(`streamSeq must be a positive integer, got ${input.streamSeq}`);
   const before = await currentSeq(tx, input.streamId);
@@ -133,7 +124,7 @@ export async function appendEvent(tx: Transaction, input: AppendEventInput): Pro
  * transaction's tenant context (RLS) decides whose events these are.
  */
 export async function readEventsAfter(
-  tx: Transaction,
+  tx: TenantTx,
   afterId: bigint | string,
   limit: number,
 ): Promise<StoredEvent[]> {
@@ -145,9 +136,22 @@ export async function readEventsAfter(
 }
 
 /** The highest event id visible in the transaction's tenant context (0n when none). */
-export async function latestEventId(tx: Transaction): Promise<bigint> {
+export async function latestEventId(tx: TenantTx): Promise<bigint> {
   const { rows } = await tx.query<{ id: string }>(
     'SELECT coalesce(max(id), 0)::text AS id FROM events',
   );
   return BigInt(rows[0]?.id ?? '0');
+}
+
+/** The channel sql/0008_event_notify.sql notifies on. */
+export const EVENTS_CHANNEL = 'svc_events';
+
+/** Subscribes a dedicated (unpooled) connection to new-event notices. */
+export async function listenForEvents(client: pg.Client): Promise<void> {
+  await client.query(`LISTEN ${EVENTS_CHANNEL}`);
+}
+
+/** A round trip on the LISTEN connection, which otherwise only receives. */
+export async function pingListener(client: pg.Client): Promise<void> {
+  await client.query('SELECT 1');
 }

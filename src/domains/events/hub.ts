@@ -1,6 +1,4 @@
-import pg from 'pg';
 import type { AppDatabase } from '../../db/pools.ts';
-import { clientConfig, type DatabaseTarget } from '../../db/target.ts';
 import { isUuid } from '../../db/tenant-context.ts';
 import {
   latestEventId,
@@ -8,10 +6,9 @@ import {
   readEventsAfter,
   type StoredEvent,
 } from './event-repository.ts';
+import { EventListener, type ListenSource } from './listener.ts';
+import type { Notice } from './notice.ts';
 import { Subscriber, type Subscription } from './subscription.ts';
-
-/** The channel sql/0008_event_notify.sql notifies on. */
-export const EVENTS_CHANNEL = 'svc_events';
 
 export const EVENT_HUB_DEFAULTS = {
   heartbeatMs: 15_000,
@@ -36,8 +33,7 @@ interface EventHubCommonOptions {
 }
 
 /** Where the one LISTEN connection comes from: svc_app on the target, or a client factory. */
-export type EventHubOptions = EventHubCommonOptions &
-  ({ target: DatabaseTarget } | { connect: () => pg.Client | Promise<pg.Client> });
+export type EventHubOptions = EventHubCommonOptions & ListenSource;
 
 export interface SubscribeOptions {
   /** Resume after this id (decimal digits), as sent back in Last-Event-ID. */
@@ -73,42 +69,6 @@ interface TenantChannel {
   dirty: boolean;
 }
 
-interface Notice {
-  tenantId: string;
-  id: bigint;
-}
-
-/**
- * Notifications are hints, not data: any role that can connect may NOTIFY this channel. The
- * payload only says which tenant to look at; what is delivered is read from the table under
- * that tenant's RLS context, so a forged notice can at worst cause a harmless read.
- */
-export function parseNotice(payload: string | undefined): Notice | undefined {
-  if (payload === undefined || payload.length > 200) return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(payload);
-  } catch {
-    return undefined;
-  }
-  if (typeof value !== 'object' || value === null) return undefined;
-  const { tenant_id: tenantId, id } = value as Record<string, unknown>;
-  if (!isUuid(tenantId) || typeof id !== 'string') return undefined;
-  const parsed = parseEventId(id);
-  return parsed === undefined ? undefined : { tenantId: tenantId.toLowerCase(), id: parsed };
-}
-
-function listenClientFactory(options: EventHubOptions): () => pg.Client | Promise<pg.Client> {
-  if ('connect' in options) return options.connect;
-  const { target } = options;
-  return () =>
-    new pg.Client({
-      ...clientConfig(target, 'app'),
-      application_name: 'svc-app-events',
-      keepAlive: true,
-    });
-}
-
 /**
  * One LISTEN connection per process fans new events out to in-process subscribers, each bound
  * to one tenant. On a notice for tenant T the hub reads T's new rows once (bursts coalesce into
@@ -122,34 +82,37 @@ export async function createEventHub(options: EventHubOptions): Promise<EventHub
 
 class Hub implements EventHub {
   readonly #db: AppDatabase;
-  readonly #newClient: () => pg.Client | Promise<pg.Client>;
+  readonly #listener: EventListener;
   readonly #heartbeatMs: number;
   readonly #maxQueue: number;
   readonly #pageSize: number;
-  readonly #reconnectMinMs: number;
-  readonly #reconnectMaxMs: number;
+  readonly #retryMs: number;
   readonly #onError: (error: unknown, context: string) => void;
   readonly #channels = new Map<string, TenantChannel>();
   readonly #timers = new Set<NodeJS.Timeout>();
-  #listener: pg.Client | undefined;
   #heartbeat: NodeJS.Timeout | undefined;
-  #reconnects = 0;
-  #failedAttempts = 0;
   #closed = false;
 
   constructor(options: EventHubOptions) {
     this.#db = options.db;
-    this.#newClient = listenClientFactory(options);
     this.#heartbeatMs = options.heartbeatMs ?? EVENT_HUB_DEFAULTS.heartbeatMs;
     this.#maxQueue = options.maxQueue ?? EVENT_HUB_DEFAULTS.maxQueue;
     this.#pageSize = Math.min(options.pageSize ?? EVENT_HUB_DEFAULTS.pageSize, this.#maxQueue);
-    this.#reconnectMinMs = options.reconnectMinMs ?? EVENT_HUB_DEFAULTS.reconnectMinMs;
-    this.#reconnectMaxMs = options.reconnectMaxMs ?? EVENT_HUB_DEFAULTS.reconnectMaxMs;
+    this.#retryMs = options.reconnectMinMs ?? EVENT_HUB_DEFAULTS.reconnectMinMs;
     this.#onError = options.onError ?? (() => undefined);
+    this.#listener = new EventListener({
+      source: options,
+      reconnectMinMs: this.#retryMs,
+      reconnectMaxMs: options.reconnectMaxMs ?? EVENT_HUB_DEFAULTS.reconnectMaxMs,
+      onNotice: (notice) => this.#onNotice(notice),
+      onReconnect: () => this.#catchUp(),
+      onError: this.#onError,
+      later: (fn, ms) => this.#later(fn, ms),
+    });
   }
 
   async start(): Promise<void> {
-    await this.#listen();
+    await this.#listener.start();
     this.#heartbeat = setInterval(() => this.#beat(), this.#heartbeatMs);
     this.#heartbeat.unref();
   }
@@ -186,10 +149,10 @@ class Hub implements EventHub {
     let subscribers = 0;
     for (const channel of this.#channels.values()) subscribers += channel.subscribers.size;
     return {
-      listening: this.#listener !== undefined,
+      listening: this.#listener.listening,
       tenants: this.#channels.size,
       subscribers,
-      reconnects: this.#reconnects,
+      reconnects: this.#listener.reconnects,
     };
   }
 
@@ -202,9 +165,7 @@ class Hub implements EventHub {
     for (const channel of [...this.#channels.values()])
       for (const subscriber of [...channel.subscribers]) subscriber.end('hub_closed');
     this.#channels.clear();
-    const listener = this.#listener;
-    this.#listener = undefined;
-    await listener?.end().catch(() => undefined);
+    await this.#listener.close();
   }
 
   #resumePoint(lastEventId: string | undefined): bigint | undefined {
@@ -269,10 +230,7 @@ class Hub implements EventHub {
     return own;
   }
 
-  #onNotification(message: pg.Notification): void {
-    if (message.channel !== EVENTS_CHANNEL) return;
-    const notice = parseNotice(message.payload);
-    if (!notice) return;
+  #onNotice(notice: Notice): void {
     const channel = this.#channels.get(notice.tenantId);
     if (!channel) return;
     if (channel.cursor !== undefined && notice.id <= channel.cursor) return;
@@ -302,7 +260,7 @@ class Hub implements EventHub {
       channel.dirty = true;
       // While the LISTEN connection is down the database most likely is too: the reconnect
       // (with backoff) fetches every channel once it is back, so no retry storm meanwhile.
-      if (this.#listener) this.#later(() => this.#fetch(channel), this.#reconnectMinMs);
+      if (this.#listener.listening) this.#later(() => this.#fetch(channel), this.#retryMs);
     } finally {
       channel.fetching = false;
     }
@@ -322,60 +280,11 @@ class Hub implements EventHub {
   #beat(): void {
     for (const channel of this.#channels.values())
       for (const subscriber of channel.subscribers) subscriber.heartbeat();
-    // A LISTEN connection can die without a TCP reset; a round trip finds out.
-    const listener = this.#listener;
-    listener?.query('SELECT 1').catch((error: unknown) => {
-      this.#onError(error, 'events: LISTEN connection ping');
-      listener.end().catch(() => undefined);
-    });
-  }
-
-  async #listen(): Promise<void> {
-    const client = await this.#newClient();
-    client.on('notification', (message) => this.#onNotification(message));
-    // pg emits 'error' and then 'end' for one failure; both lead to a single reconnect.
-    client.on('error', (error) => this.#lost(client, error));
-    client.on('end', () => this.#lost(client, new Error('LISTEN connection ended')));
-    try {
-      await client.connect();
-      await client.query(`LISTEN ${EVENTS_CHANNEL}`);
-    } catch (error) {
-      await client.end().catch(() => undefined);
-      throw error;
-    }
-    if (this.#closed) {
-      await client.end().catch(() => undefined);
-      return;
-    }
-    this.#listener = client;
-    this.#failedAttempts = 0;
-  }
-
-  #lost(client: pg.Client, error: unknown): void {
-    if (this.#listener !== client || this.#closed) return;
-    this.#listener = undefined;
-    this.#onError(error, 'events: LISTEN connection lost');
-    client.end().catch(() => undefined);
-    this.#scheduleReconnect();
-  }
-
-  #scheduleReconnect(): void {
-    const delay = Math.min(this.#reconnectMinMs * 2 ** this.#failedAttempts, this.#reconnectMaxMs);
-    this.#later(() => this.#reconnect(), delay);
+    this.#listener.ping();
   }
 
   /** Notices sent while disconnected are gone; every tenant in use catches up from its cursor. */
-  async #reconnect(): Promise<void> {
-    try {
-      await this.#listen();
-    } catch (error) {
-      this.#failedAttempts++;
-      this.#onError(error, 'events: LISTEN reconnect failed');
-      if (!this.#closed) this.#scheduleReconnect();
-      return;
-    }
-    if (this.#closed) return;
-    this.#reconnects++;
+  #catchUp(): void {
     for (const channel of this.#channels.values()) void this.#fetch(channel);
   }
 

@@ -1,7 +1,7 @@
-export { streamTenantEvents } from '../../http/event-stream.ts';
 export {
   type AppendEventInput,
   appendEvent,
+  EVENTS_CHANNEL,
   latestEventId,
   parseEventId,
   readEventsAfter,
@@ -11,7 +11,6 @@ export {
 export {
   createEventHub,
   EVENT_HUB_DEFAULTS,
-  EVENTS_CHANNEL,
   type EventHub,
   type EventHubOptions,
   type EventHubStatus,

@@ -4,9 +4,8 @@ import {
   expiryAt,
   hardDeadline,
 } from '../../auth/credential.ts';
-import type { Role } from '../../auth/identity.ts';
 import type { AppDatabase } from '../../db/pools.ts';
-import type { Transaction } from '../../db/tenant-context.ts';
+import { findUserStates, type UserState } from '../users/user-repository.ts';
 import { findSessionsById, isLive, type SessionRow } from './session-repository.ts';
 
 /**
@@ -40,14 +39,6 @@ export interface CredentialWatchOptions {
   recheckMs?: number;
   /** A re-check that could not read the database, for logging; the watched credentials stay. */
   onError?: (error: unknown) => void;
-}
-
-interface UserState {
-  id: string;
-  role: Role;
-  tenant_id: string | null;
-  disabled_at: Date | null;
-  must_change: boolean;
 }
 
 class Lease implements CredentialLease {
@@ -198,12 +189,12 @@ class Watch implements CredentialWatch {
     await this.#db.withoutTenant(async (tx) => {
       if (sessionIds.size > 0)
         for (const row of await findSessionsById(tx, [...sessionIds])) sessions.set(row.id, row);
-      for (const row of await readUsers(tx, usersByScope.get(null) ?? new Set()))
+      for (const row of await findUserStates(tx, [...(usersByScope.get(null) ?? [])]))
         users.set(row.id, row);
     });
     for (const [scope, ids] of usersByScope) {
       if (scope === null) continue;
-      for (const row of await this.#db.withTenant(scope, (tx) => readUsers(tx, ids)))
+      for (const row of await this.#db.withTenant(scope, (tx) => findUserStates(tx, [...ids])))
         users.set(row.id, row);
     }
     const now = this.now();
@@ -243,15 +234,4 @@ function judge(
   if (credential.kind !== 'proxy' && user.must_change)
     return { event: 'revoked', reason: 'password_change_required' };
   return expiryAt(credential, now);
-}
-
-async function readUsers(tx: Transaction, ids: Set<string>): Promise<UserState[]> {
-  if (ids.size === 0) return [];
-  const { rows } = await tx.query<UserState>(
-    `SELECT u.id, u.role, u.tenant_id, u.disabled_at, coalesce(c.must_change, false) AS must_change
-       FROM users u LEFT JOIN password_credentials c ON c.user_id = u.id
-      WHERE u.id = ANY($1::uuid[])`,
-    [[...ids]],
-  );
-  return rows;
 }

@@ -1,5 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import type { Transaction } from '../../db/tenant-context.ts';
+import type * as s from 'zapatos/schema';
+import type { UserRow } from '../../auth/identity.ts';
+import type { InstallTx, Transaction } from '../../db/tenant-context.ts';
 
 export const SESSION_ABSOLUTE_MS = 12 * 60 * 60 * 1000;
 export const SESSION_IDLE_MS = 30 * 60 * 1000;
@@ -13,15 +15,22 @@ export const SESSION_COOKIE = 'svc_session';
 const SESSION_SECRET_BYTES = 16;
 
 /** `id` is an internal row id that audit rows may name; the cookie's secret is not stored. */
-export interface SessionRow {
-  id: string;
-  user_id: string;
-  tenant_context: string | null;
-  created_at: Date;
-  last_seen_at: Date;
-  absolute_expiry: Date;
-  idle_expiry: Date;
-  revoked_at: Date | null;
+export type SessionRow = Pick<
+  s.sessions.Selectable,
+  | 'id'
+  | 'user_id'
+  | 'tenant_context'
+  | 'created_at'
+  | 'last_seen_at'
+  | 'absolute_expiry'
+  | 'idle_expiry'
+  | 'revoked_at'
+>;
+
+/** What a request's session check yields: the session's user and the session after the touch. */
+export interface CheckedSession {
+  user: UserRow & { must_change: boolean };
+  session: SessionRow;
 }
 
 const SESSION_COLUMNS =
@@ -81,16 +90,57 @@ export async function createSession(
   return { session, secret };
 }
 
-/** The session a cookie names: found by the hash of its secret, through a unique index. */
-export async function findSessionBySecret(
-  tx: Transaction,
+const HEX_HASH = /^[0-9a-f]{64}$/;
+
+/**
+ * The check as one literal statement, without parameters: the unit of work can then send it in
+ * the same round trip as its BEGIN (a simple query may carry several statements; a parameterised
+ * one may not). Every value is svc's own making and checked here: a hex digest, an ISO instant
+ * and two integer constants, so writing them into the text is safe.
+ */
+function sessionCheckStatement(hash: string, at: Date): string {
+  if (!HEX_HASH.test(hash)) throw new TypeError('a session hash is 64 hex digits');
+  const instant = at.toISOString();
+  return `SELECT * FROM svc_session_check('${hash}', '${instant}', ${SESSION_IDLE_MS}, ${LAST_SEEN_THROTTLE_MS})`;
+}
+
+/**
+ * Spec §5.5 for one request in one round trip (sql/0014 svc_session_check): the live session
+ * the cookie's secret names, its enabled user, and the idle expiry slid when the last-seen
+ * throttle has passed. Undefined for anything the request must refuse.
+ */
+export async function checkSession(
+  tx: InstallTx,
   secret: string,
-): Promise<SessionRow | undefined> {
-  const { rows } = await tx.query<SessionRow>(
-    `SELECT ${SESSION_COLUMNS} FROM sessions WHERE secret_hash = $1`,
-    [hashSessionSecret(secret)],
-  );
-  return rows[0];
+  at: Date,
+): Promise<CheckedSession | undefined> {
+  const { rows } = await tx.query<
+    Omit<UserRow, 'id' | 'disabled_at'> &
+      Omit<SessionRow, 'id' | 'revoked_at'> & { must_change: boolean; session_id: string }
+  >(sessionCheckStatement(hashSessionSecret(secret), at));
+  const row = rows[0];
+  if (!row) return undefined;
+  return {
+    user: {
+      id: row.user_id,
+      tenant_id: row.tenant_id,
+      email: row.email,
+      display_name: row.display_name,
+      role: row.role,
+      disabled_at: null,
+      must_change: row.must_change,
+    },
+    session: {
+      id: row.session_id,
+      user_id: row.user_id,
+      tenant_context: row.tenant_context,
+      created_at: row.created_at,
+      last_seen_at: row.last_seen_at,
+      absolute_expiry: row.absolute_expiry,
+      idle_expiry: row.idle_expiry,
+      revoked_at: null,
+    },
+  };
 }
 
 /** Sessions by row id, for re-validating open event streams in one query. */
@@ -115,46 +165,9 @@ export function isLive(session: SessionRow | undefined, now: Date): session is S
   );
 }
 
-/**
- * Slides the idle expiry; written at most once per LAST_SEEN_THROTTLE_MS (spec §5.5 item 3).
- * Returns the session as it now stands, so a caller that keeps it (an event stream) knows the
- * idle deadline this request earned.
- */
-export async function touchSession(
-  tx: Transaction,
-  session: SessionRow,
-  now: Date,
-): Promise<SessionRow> {
-  if (now.getTime() - session.last_seen_at.getTime() < LAST_SEEN_THROTTLE_MS) return session;
-  const idle = new Date(
-    Math.min(now.getTime() + SESSION_IDLE_MS, session.absolute_expiry.getTime()),
-  );
-  const { rowCount } = await tx.query(
-    `UPDATE sessions SET last_seen_at = $2, idle_expiry = $3
-      WHERE id = $1 AND revoked_at IS NULL AND last_seen_at < $2`,
-    [session.id, now, idle],
-  );
-  return rowCount ? { ...session, last_seen_at: now, idle_expiry: idle } : session;
-}
-
 export async function revokeSession(tx: Transaction, id: string, now: Date): Promise<void> {
   await tx.query('UPDATE sessions SET revoked_at = $2 WHERE id = $1 AND revoked_at IS NULL', [
     id,
     now,
   ]);
-}
-
-/** Revokes the user's live sessions except `keep`; returns how many were revoked. */
-export async function revokeUserSessions(
-  tx: Transaction,
-  userId: string,
-  now: Date,
-  keep: string | null = null,
-): Promise<number> {
-  const { rowCount } = await tx.query(
-    `UPDATE sessions SET revoked_at = $2
-      WHERE user_id = $1 AND revoked_at IS NULL AND ($3::uuid IS NULL OR id <> $3)`,
-    [userId, now, keep],
-  );
-  return rowCount ?? 0;
 }

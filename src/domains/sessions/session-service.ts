@@ -4,15 +4,21 @@ import type { AuthMode } from '../../config/index.ts';
 import type { AppDatabase } from '../../db/pools.ts';
 import type { Transaction } from '../../db/tenant-context.ts';
 import { writeAudit } from '../audit/audit-repository.ts';
-import { findLogin, findUser, normaliseEmail, setPassword } from '../users/user-repository.ts';
 import {
-  createSession,
-  findSessionBySecret,
-  isLive,
-  revokeSession,
+  countFailure,
+  findLogin,
+  findUser,
+  lockCredential,
+  normaliseEmail,
+  recordSignIn,
   revokeUserSessions,
+  setPassword,
+} from '../users/user-repository.ts';
+import {
+  checkSession,
+  createSession,
+  revokeSession,
   type SessionRow,
-  touchSession,
 } from './session-repository.ts';
 
 export const LOCKOUT_THRESHOLD = 10;
@@ -37,6 +43,8 @@ export interface AuthServiceDeps {
   authMode: AuthMode;
 }
 
+// Sessions: signing in and out, the per-request session check (spec §5.5), the lockout, and
+// a user's own password change; session rows are the sessions repository's.
 export function createAuthService({ db, hasher, now, authMode }: AuthServiceDeps) {
   return {
     /** Spec §3.2, §3.3, §5.4, §6.1. Never tells an unknown email from a wrong password. */
@@ -106,13 +114,7 @@ export function createAuthService({ db, hasher, now, authMode }: AuthServiceDeps
       const rehash = verdict.needsRehash ? await hasher.hash(input.password) : undefined;
       return db.withScope(user.tenant_id, async (tx) => {
         const at = now();
-        await tx.query(
-          `UPDATE password_credentials
-              SET consecutive_failures = 0, first_failure_at = NULL, locked_until = NULL,
-                  last_used_at = $2, password_hash = coalesce($3, password_hash)
-            WHERE user_id = $1`,
-          [user.id, at, rehash ?? null],
-        );
+        await recordSignIn(tx, user.id, at, rehash);
         const { session, secret } = await createSession(tx, {
           userId: user.id,
           tenantContext: user.tenant_id,
@@ -141,28 +143,36 @@ export function createAuthService({ db, hasher, now, authMode }: AuthServiceDeps
     async authenticate(
       secret: string,
     ): Promise<{ identity: Identity; session: SessionRow } | undefined> {
-      const at = now();
-      // Expendable: a request that then fails may drop the last-seen touch with its own work.
-      const session = await db.withoutTenant((tx) => findSessionBySecret(tx, secret), {
+      // One statement (sql/0014). Expendable: a request that then fails may drop the
+      // last-seen touch with its own work.
+      // The check leaves the session's tenant context set (sql/0014): the handler's own
+      // queries on that tenant need no set_config round trip.
+      const checked = await db.withoutTenant((tx) => checkSession(tx, secret, now()), {
         expendable: true,
+        opensUnit: true,
+        contextAfter: (found) => (found ? found.session.tenant_context : undefined),
       });
-      if (!isLive(session, at)) return undefined;
-      return db.withScope(
-        session.tenant_context,
-        async (tx) => {
-          const user = await findUser(tx, session.user_id);
-          if (!user || user.disabled_at !== null) return undefined;
-          const touched = await touchSession(tx, session, at);
-          const identity = identityOf(user, {
-            auth_mode: authMode,
-            must_change: user.must_change,
-            session_id: session.id,
-            via: 'session',
-          });
-          return { identity, session: touched };
-        },
-        { expendable: true },
-      );
+      if (!checked) return undefined;
+      const identity = identityOf(checked.user, {
+        auth_mode: authMode,
+        must_change: checked.user.must_change,
+        session_id: checked.session.id,
+        via: 'session',
+      });
+      return { identity, session: checked.session };
+    },
+
+    /**
+     * The user a bearer token names, as the row is now: tokens cannot be revoked, the user can
+     * (disabled, deleted or re-roled), so every request reads it.
+     */
+    tokenUser(userId: string, tenantId: string | null) {
+      return db.withScope(tenantId, (tx) => findUser(tx, userId), { expendable: true });
+    },
+
+    /** The provisioned user the identity proxy vouches for (spec §5.1), by email. */
+    proxyUser(email: string) {
+      return db.withoutTenant((tx) => findLogin(tx, normaliseEmail(email)), { expendable: true });
     },
 
     /** Revokes only the current session (spec §3.2). */
@@ -213,27 +223,10 @@ export type AuthService = ReturnType<typeof createAuthService>;
 
 /**
  * Counts one failure in the current 15-minute streak; returns the lock expiry when this
- * failure reached the threshold. The increment is one statement, so concurrent failures
- * cannot undercount, and only one of two racing threshold crossings sets the lock.
+ * failure reached the threshold and set the lock.
  */
 async function recordFailure(tx: Transaction, userId: string, at: Date): Promise<Date | undefined> {
   const windowStart = new Date(at.getTime() - LOCKOUT_WINDOW_MS);
-  const { rows } = await tx.query<{ failures: number }>(
-    `UPDATE password_credentials
-        SET consecutive_failures = CASE WHEN first_failure_at IS NULL OR first_failure_at <= $2
-                                        THEN 1 ELSE consecutive_failures + 1 END,
-            first_failure_at = CASE WHEN first_failure_at IS NULL OR first_failure_at <= $2
-                                    THEN $3 ELSE first_failure_at END
-      WHERE user_id = $1
-      RETURNING consecutive_failures AS failures`,
-    [userId, windowStart, at],
-  );
-  if ((rows[0]?.failures ?? 0) < LOCKOUT_THRESHOLD) return undefined;
-  const locked = await tx.query<{ locked_until: Date }>(
-    `UPDATE password_credentials SET locked_until = $2
-      WHERE user_id = $1 AND (locked_until IS NULL OR locked_until <= $3)
-      RETURNING locked_until`,
-    [userId, new Date(at.getTime() + LOCKOUT_DURATION_MS), at],
-  );
-  return locked.rows[0]?.locked_until;
+  if ((await countFailure(tx, userId, windowStart, at)) < LOCKOUT_THRESHOLD) return undefined;
+  return lockCredential(tx, userId, new Date(at.getTime() + LOCKOUT_DURATION_MS), at);
 }

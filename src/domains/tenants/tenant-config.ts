@@ -1,7 +1,7 @@
 import type { TenantConfig } from '../../../contracts/tenant-config.ts';
 import { checkOutboundUrl, type OutboundPolicy, OutboundUrlError } from '../../net/outbound-url.ts';
-import { RenderError, type StoredConfig } from '../../orchestrator/render.ts';
 import { integrationSecretKey, withoutSecrets } from './config-secrets.ts';
+import { RenderError, type StoredConfig } from './tenant-types.ts';
 
 /**
  * Spec §3.1: creation requires a configuration the tenant package can actually run. Everything

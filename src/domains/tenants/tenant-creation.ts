@@ -3,15 +3,13 @@ import type { TenantConfig } from '../../../contracts/tenant-config.ts';
 import type { Identity } from '../../auth/identity.ts';
 import type { SecretStore } from '../../cluster/secrets.ts';
 import type { AppDatabase } from '../../db/pools.ts';
-import type { Transaction } from '../../db/tenant-context.ts';
-import { issueBootstrapCredential } from '../adapter/index.ts';
+import type { TenantTx } from '../../db/tenant-context.ts';
 import { writeAudit } from '../audit/audit-repository.ts';
 import { integrationCredentials, withoutSecrets } from './config-secrets.ts';
 import { type ConfigChecks, validateTenantConfig } from './tenant-config.ts';
-
-export class SlugTakenError extends Error {
-  override name = 'SlugTakenError';
-}
+import { insertBranding, insertIntegration, upsertSecretRef } from './tenant-config-repository.ts';
+import { insertLifecycleEvent, insertTenant } from './tenant-repository.ts';
+import type { BootstrapCredentialIssuer } from './tenant-types.ts';
 
 /** Spec §2.9 naming: Secrets in the install namespace carry the tenant id. */
 export function installSecretNames(tenantId: string) {
@@ -40,65 +38,66 @@ function bootstrapBundle(adapterCredential: string, tenantId: string): Record<st
   };
 }
 
-async function insertTenantRows(
-  tx: Transaction,
+async function insertConfigRows(
+  tx: TenantTx,
+  tenantId: string,
+  config: TenantConfig,
+  namespace: string,
+  written: string[],
+): Promise<void> {
+  const secretIds = new Map<string, string>();
+  for (const [purpose, name] of Object.entries(installSecretNames(tenantId))) {
+    if (!written.includes(name)) continue;
+    secretIds.set(
+      purpose,
+      await upsertSecretRef(tx, { tenant_id: tenantId, purpose, namespace, name }),
+    );
+  }
+  const b = config.branding;
+  if (b) {
+    await insertBranding(tx, {
+      tenant_id: tenantId,
+      app_name: b.app_name,
+      logo_url: b.logo_url ?? null,
+      primary_color: b.primary_color,
+      secondary_color: b.secondary_color,
+      favicon: b.favicon ?? '',
+    });
+  }
+  for (const item of config.integrations?.items ?? []) {
+    await insertIntegration(tx, {
+      tenant_id: tenantId,
+      kind: item.kind,
+      name: item.name,
+      endpoint_url: item.endpoint_url ?? null,
+      settings: item.settings ?? {},
+      thresholds: item.thresholds ?? {},
+      secret_id: item.credential === undefined ? null : (secretIds.get('integrations') ?? null),
+    });
+  }
+}
+
+async function recordCreation(
+  tx: TenantTx,
   tenantId: string,
   config: TenantConfig,
   namespace: string,
   written: string[],
   actor: Identity,
 ): Promise<void> {
-  const names = installSecretNames(tenantId);
-  const secretIds = new Map<string, string>();
-  for (const [purpose, name] of Object.entries(names)) {
-    if (!written.includes(name)) continue;
-    const { rows } = await tx.query<{ id: string }>(
-      'INSERT INTO tenant_secrets (tenant_id, purpose, namespace, name) VALUES ($1, $2, $3, $4) RETURNING id',
-      [tenantId, purpose, namespace, name],
-    );
-    secretIds.set(purpose, rows[0]?.id ?? '');
-  }
-  if (config.branding) {
-    const b = config.branding;
-    await tx.query(
-      `INSERT INTO branding_configs (tenant_id, app_name, logo_url, primary_color, secondary_color, favicon)
-       VALUES ($1, $2, $3, $4, $5, $6)`,
-      [
-        tenantId,
-        b.app_name,
-        b.logo_url ?? null,
-        b.primary_color,
-        b.secondary_color,
-        b.favicon ?? '',
-      ],
-    );
-  }
-  for (const item of config.integrations?.items ?? []) {
-    await tx.query(
-      `INSERT INTO integration_configs (tenant_id, kind, name, endpoint_url, settings, thresholds, secret_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [
-        tenantId,
-        item.kind,
-        item.name,
-        item.endpoint_url ?? null,
-        JSON.stringify(item.settings ?? {}),
-        JSON.stringify(item.thresholds ?? {}),
-        item.credential === undefined ? null : (secretIds.get('integrations') ?? null),
-      ],
-    );
-  }
   const actorId = `user:${actor.user_id}`;
-  await tx.query(
-    `INSERT INTO tenant_lifecycle_events (tenant_id, kind, config_revision, details, actor)
-     VALUES ($1, 'config_revision', 1, $2, $3)`,
-    [tenantId, JSON.stringify({ config: withoutSecrets(config) }), actorId],
-  );
-  await tx.query(
-    `INSERT INTO tenant_lifecycle_events (tenant_id, kind, step, details, actor)
-     VALUES ($1, 'step', 'install_secrets_written', $2, $3)`,
-    [tenantId, JSON.stringify({ namespace, secrets: written }), actorId],
-  );
+  await insertLifecycleEvent(tx, tenantId, {
+    kind: 'config_revision',
+    config_revision: 1,
+    details: { config: withoutSecrets(config) },
+    actor: actorId,
+  });
+  await insertLifecycleEvent(tx, tenantId, {
+    kind: 'step',
+    step: 'install_secrets_written',
+    details: { namespace, secrets: written },
+    actor: actorId,
+  });
   await writeAudit(tx, {
     tenantId,
     actorPrincipal: 'User',
@@ -110,28 +109,16 @@ async function insertTenantRows(
   });
 }
 
-async function insertTenant(
-  tx: Transaction,
-  tenantId: string,
-  config: TenantConfig,
-): Promise<void> {
-  try {
-    await tx.query('INSERT INTO tenants (id, slug, display_name) VALUES ($1, $2, $3)', [
-      tenantId,
-      config.slug,
-      config.display_name,
-    ]);
-  } catch (error) {
-    if ((error as { constraint?: string }).constraint === 'tenants_slug_key') {
-      throw new SlugTakenError(config.slug);
-    }
-    throw error;
-  }
+export interface CreationDeps {
+  db: AppDatabase;
+  secrets: SecretStore;
+  checks: ConfigChecks;
+  issueBootstrapCredential: BootstrapCredentialIssuer;
 }
 
 /**
  * Spec §3.1 row 1 and §9.4 steps 1-5. First the whole configuration is checked
- * (validate-config.ts): a refusal writes nothing. Then, in one transaction: the tenant row (its
+ * (tenant-config.ts): a refusal writes nothing. Then, in one transaction: the tenant row (its
  * slug is the uniqueness check), the adapter's bootstrap credential, the Secrets in the install
  * namespace (named by the fresh tenant id and labelled with it), then the Secret references and
  * the first lifecycle events. If anything fails, the transaction rolls back and the Secrets
@@ -140,7 +127,7 @@ async function insertTenant(
  * The orchestrator continues from `pending`.
  */
 export async function createTenant(
-  deps: { db: AppDatabase; secrets: SecretStore; checks: ConfigChecks },
+  deps: CreationDeps,
   config: TenantConfig,
   actor: Identity,
 ): Promise<{ id: string }> {
@@ -156,14 +143,19 @@ export async function createTenant(
   };
   try {
     return await deps.db.withTenant(tenantId, async (tx) => {
-      await insertTenant(tx, tenantId, config);
-      const { secret: adapterCredential } = await issueBootstrapCredential(tx, tenantId);
+      await insertTenant(tx, {
+        id: tenantId,
+        slug: config.slug,
+        display_name: config.display_name,
+      });
+      const { secret: adapterCredential } = await deps.issueBootstrapCredential(tx, tenantId);
       await write(names.bootstrap, bootstrapBundle(adapterCredential, tenantId));
       if (config.llm?.api_key !== undefined)
         await write(names.llm, { api_key: config.llm.api_key });
       const credentials = integrationCredentials(config);
       if (Object.keys(credentials).length > 0) await write(names.integrations, credentials);
-      await insertTenantRows(tx, tenantId, config, deps.secrets.namespace, attempted, actor);
+      await insertConfigRows(tx, tenantId, config, deps.secrets.namespace, attempted);
+      await recordCreation(tx, tenantId, config, deps.secrets.namespace, attempted, actor);
       return { id: tenantId };
     });
   } catch (error) {
@@ -182,7 +174,7 @@ export async function createTenant(
  * exist nowhere else. Returns false when the Secret exists (nothing to do).
  */
 export async function restoreBootstrapSecret(
-  deps: { db: AppDatabase; secrets: SecretStore },
+  deps: Pick<CreationDeps, 'db' | 'secrets' | 'issueBootstrapCredential'>,
   tenantId: string,
 ): Promise<boolean> {
   const name = installSecretNames(tenantId).bootstrap;
@@ -190,18 +182,17 @@ export async function restoreBootstrapSecret(
   let created = false;
   try {
     await deps.db.withTenant(tenantId, async (tx) => {
-      const { secret: adapterCredential } = await issueBootstrapCredential(tx, tenantId);
+      const { secret: adapterCredential } = await deps.issueBootstrapCredential(tx, tenantId);
       await deps.secrets.create(name, bootstrapBundle(adapterCredential, tenantId), {
         'tenant-id': tenantId,
       });
       created = true;
-      await tx.query(
-        `INSERT INTO tenant_secrets (tenant_id, purpose, namespace, name) VALUES ($1, 'bootstrap', $2, $3)
-       ON CONFLICT (tenant_id, purpose) DO UPDATE
-         SET namespace = excluded.namespace, name = excluded.name,
-             version = tenant_secrets.version + 1, rotated_at = now()`,
-        [tenantId, deps.secrets.namespace, name],
-      );
+      await upsertSecretRef(tx, {
+        tenant_id: tenantId,
+        purpose: 'bootstrap',
+        namespace: deps.secrets.namespace,
+        name,
+      });
     });
   } catch (error) {
     // A Secret whose credential the rolled-back transaction never stored would lock the adapter out.

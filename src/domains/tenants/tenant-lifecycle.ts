@@ -1,5 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Transaction } from '../../db/tenant-context.ts';
+import type { TenantTx, Transaction } from '../../db/tenant-context.ts';
+import {
+  findTenant,
+  insertLifecycleEvent,
+  tryTenantLock,
+  updateState,
+} from './tenant-repository.ts';
 
 /**
  * The tenant state machine of spec §3.1, in one place. Every state change in svc goes through
@@ -15,6 +21,14 @@ export type TenantState =
   | 'active'
   | 'decommissioning'
   | 'soft-deleted';
+
+/**
+ * A soft-deleted tenant still exists (its row and history stay until the purge) but takes no
+ * new work: it cannot be entered (impersonation) or given users.
+ */
+export function isLive(tenant: { state: TenantState }): boolean {
+  return tenant.state !== 'soft-deleted';
+}
 
 export const TRANSITIONS = [
   // §3.1 row 2: namespace, bootstrap Secrets and package installed.
@@ -86,11 +100,7 @@ export const tenantLockName = (tenantId: string) => `svc.tenant:${tenantId}`;
 export async function lockTenant(tx: Transaction, tenantId: string, waitMs = 0): Promise<boolean> {
   const deadline = Date.now() + waitMs;
   for (;;) {
-    const { rows } = await tx.query<{ ok: boolean }>(
-      `SELECT pg_try_advisory_xact_lock(${TENANT_LOCK_KEY}) AS ok`,
-      [tenantLockName(tenantId)],
-    );
-    if (rows[0]?.ok) return true;
+    if (await tryTenantLock(tx, TENANT_LOCK_KEY, tenantLockName(tenantId))) return true;
     if (Date.now() >= deadline) return false;
     await sleep(100);
   }
@@ -130,49 +140,34 @@ export interface TransitionResult {
  * Moves the tenant if, and only if, it is in the transition's `from` state at commit time. The
  * caller's transaction must carry the tenant's context (the lifecycle event is RLS-bound).
  */
-export async function transition(
-  tx: Transaction,
-  input: TransitionInput,
-): Promise<TransitionResult> {
+export async function transition(tx: TenantTx, input: TransitionInput): Promise<TransitionResult> {
   const result = await tryTransition(tx, input);
   if (result) return result;
-  const { rows } = await tx.query<{ state: TenantState }>(
-    'SELECT state FROM tenants WHERE id = $1',
-    [input.tenantId],
-  );
-  throw new IllegalTransitionError(input.tenantId, rows[0]?.state, input.trigger);
+  const tenant = await findTenant(tx, input.tenantId);
+  throw new IllegalTransitionError(input.tenantId, tenant?.state, input.trigger);
 }
 
 /** As transition(), but undefined instead of an error when the tenant is not in `from`. */
 export async function tryTransition(
-  tx: Transaction,
+  tx: TenantTx,
   input: TransitionInput,
 ): Promise<TransitionResult | undefined> {
   const found = transitionFor(input.trigger, input.from);
   if (!found) return undefined;
   const { from, to } = found;
-  const setError = input.errorDetails !== undefined;
-  const { rows } = await tx.query<{ state_changed_at: Date }>(
-    `UPDATE tenants
-        SET state = $2, updated_at = now(),
-            deleted_at = CASE WHEN $2 = 'soft-deleted' THEN now() ELSE NULL END,
-            error_details = CASE WHEN $4 THEN $5::jsonb ELSE error_details END
-      WHERE id = $1 AND state = $3
-      RETURNING state_changed_at`,
-    [input.tenantId, to, from, setError, setError ? JSON.stringify(input.errorDetails) : null],
-  );
-  const row = rows[0];
-  if (!row) return undefined;
-  const { rows: events } = await tx.query<{ id: string }>(
-    `INSERT INTO tenant_lifecycle_events (tenant_id, kind, from_state, to_state, actor, details)
-     VALUES ($1, 'transition', $2, $3, $4, $5) RETURNING id::text`,
-    [
-      input.tenantId,
-      from,
-      to,
-      input.actor,
-      JSON.stringify({ trigger: input.trigger, ...input.details }),
-    ],
-  );
-  return { from, to, stateChangedAt: row.state_changed_at, lifecycleId: events[0]?.id ?? '' };
+  const moved = await updateState(tx, {
+    id: input.tenantId,
+    from,
+    to,
+    errorDetails: input.errorDetails,
+  });
+  if (!moved) return undefined;
+  const lifecycleId = await insertLifecycleEvent(tx, input.tenantId, {
+    kind: 'transition',
+    from_state: from,
+    to_state: to,
+    actor: input.actor,
+    details: { trigger: input.trigger, ...input.details },
+  });
+  return { from, to, stateChangedAt: moved.state_changed_at, lifecycleId };
 }

@@ -12,10 +12,10 @@ import {
 import type { RateLimiter } from '../../auth/rate-limit.ts';
 import type { AuthService } from '../../domains/sessions/session-service.ts';
 import { normaliseEmail } from '../../domains/users/user-repository.ts';
-import { CLEAR_SESSION_COOKIE, sessionCookie } from '../authenticate.ts';
 import { addressBlock, clientAddress } from '../client-address.ts';
 import { implement } from '../contract.ts';
 import { ProblemError } from '../problem.ts';
+import { CLEAR_SESSION_COOKIE, sessionCookie } from '../session-cookie.ts';
 
 /**
  * Places in the password hasher (running or queued) one client address may hold at once:

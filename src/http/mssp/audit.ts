@@ -1,85 +1,21 @@
 import type { Identity } from '../../auth/identity.ts';
-import type { Transaction } from '../../db/tenant-context.ts';
-import type { ApiDeps } from '../app.ts';
-import { decodeCursor, SORT_KEY_FORMAT, toPage } from '../cursor.ts';
+import type { AuditService } from '../../domains/audit/audit-service.ts';
+import type { AuditFilters, AuditRow } from '../../domains/audit/audit-types.ts';
+import { decodeCursor, nextCursor } from '../cursor.ts';
 
-export interface AuditFilters {
-  tenant_id?: string | undefined;
-  action?: string | undefined;
-  actor_id?: string | undefined;
-  since?: string | undefined;
-  until?: string | undefined;
+/** The query of `GET /api/mssp/audit`: filters and a page. */
+export type AuditQuery = AuditFilters & {
   limit?: number | undefined;
   cursor?: string | undefined;
+};
+
+const json = (r: AuditRow) => ({ ...r, timestamp: r.timestamp.toISOString() });
+
+export async function queryAudit(audit: AuditService, identity: Identity, q: AuditQuery) {
+  const page = { after: decodeCursor('mssp-audit', q.cursor), limit: q.limit ?? 100 };
+  const result = await audit.list(identity, q, page);
+  return { items: result.rows.map(json), next_cursor: nextCursor('mssp-audit', result.next) };
 }
-
-interface AuditRow {
-  id: string;
-  timestamp: Date;
-  tenant_id: string | null;
-  actor_principal: string;
-  actor_id: string;
-  action: string;
-  resource_type: string;
-  resource_id: string | null;
-  before: unknown;
-  after: unknown;
-  acting_as: string | null;
-  request_id: string | null;
-  details: Record<string, unknown>;
-  sort_key: string;
-}
-
-/** Rows carry no schema change between export and page, so one statement serves both. */
-async function select(tx: Transaction, f: AuditFilters, limit: number): Promise<AuditRow[]> {
-  const after = decodeCursor('mssp-audit', f.cursor);
-  const { rows } = await tx.query<AuditRow>(
-    `SELECT id, "timestamp", tenant_id, actor_principal, actor_id, action, resource_type,
-            resource_id, before, after, acting_as, request_id, details,
-            to_char("timestamp" AT TIME ZONE 'UTC', '${SORT_KEY_FORMAT}') AS sort_key
-       FROM audit_log
-      WHERE ($1::uuid IS NULL OR tenant_id = $1)
-        AND ($2::text IS NULL OR action = $2)
-        AND ($3::text IS NULL OR actor_id = $3)
-        AND ($4::timestamptz IS NULL OR "timestamp" >= $4)
-        AND ($5::timestamptz IS NULL OR "timestamp" < $5)
-        AND ($6::timestamptz IS NULL OR ("timestamp", id) < ($6, $7::uuid))
-      ORDER BY "timestamp" DESC, id DESC
-      LIMIT $8`,
-    [
-      f.tenant_id ?? null,
-      f.action ?? null,
-      f.actor_id ?? null,
-      f.since ?? null,
-      f.until ?? null,
-      after?.at ?? null,
-      after?.id ?? null,
-      limit,
-    ],
-  );
-  return rows;
-}
-
-/**
- * Staff with an impersonation token read one tenant through RLS; otherwise the view is
- * cross-tenant and goes through the System gate, which audits its own entry (spec §4 rule 2).
- */
-function run<T>(api: ApiDeps, identity: Identity, fn: (tx: Transaction) => Promise<T>): Promise<T> {
-  if (identity.current_tenant !== null) return api.db.withTenant(identity.current_tenant, fn);
-  return api.system.withSystem('mssp.audit', fn);
-}
-
-const json = ({ sort_key: _, ...r }: AuditRow) => ({ ...r, timestamp: r.timestamp.toISOString() });
-
-export async function queryAudit(api: ApiDeps, identity: Identity, f: AuditFilters) {
-  const limit = f.limit ?? 100;
-  const rows = await run(api, identity, (tx) => select(tx, f, limit + 1));
-  const result = toPage('mssp-audit', rows, limit);
-  return { items: result.rows.map(json), next_cursor: result.next_cursor };
-}
-
-/** An export is bounded too: a larger range is exported in several calls with `until`. */
-export const EXPORT_MAX_ROWS = 50_000;
 
 const CSV_COLUMNS = [
   'id',
@@ -106,14 +42,12 @@ function csvCell(value: unknown): string {
 }
 
 export async function auditExport(
-  api: ApiDeps,
+  audit: AuditService,
   identity: Identity,
   f: AuditFilters,
   format: 'jsonl' | 'csv',
 ): Promise<Response> {
-  const rows = (
-    await run(api, identity, (tx) => select(tx, { ...f, cursor: undefined }, EXPORT_MAX_ROWS))
-  ).map(json);
+  const rows = (await audit.export(identity, f)).map(json);
   const body =
     format === 'jsonl'
       ? rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : '')

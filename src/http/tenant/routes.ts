@@ -1,16 +1,15 @@
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import { tenantContract } from '../../../contracts/tenant.ts';
-import { streamTenantEvents } from '../../domains/events/index.ts';
-import type { ApiDeps } from '../app.ts';
-import { requireRole } from '../authenticate.ts';
+import type { AuditService } from '../../domains/audit/audit-service.ts';
+import type { CustomerAuditRow } from '../../domains/audit/audit-types.ts';
+import type { BrandingService } from '../../domains/branding/branding-service.ts';
+import type { InvestigationService } from '../../domains/investigations/investigation-service.ts';
+import { TenantNotFoundError } from '../../domains/tenants/tenant-types.ts';
 import { implement } from '../contract.ts';
-import { decodeCursor } from '../cursor.ts';
+import { DEFAULT_LIMIT, decodeCursor, nextCursor } from '../cursor.ts';
+import { type StreamDeps, streamTenantEvents } from '../event-stream.ts';
+import { requireRole } from '../guards.ts';
 import { ProblemError } from '../problem.ts';
-import { listAudit } from './audit.ts';
-import { readBranding } from './branding.ts';
-import { listIncidents } from './incidents.ts';
-import { readOverview } from './overview.ts';
-import { DEFAULT_DAYS, readReport } from './reports.ts';
 
 /** One customer's data: no shared cache may keep it. */
 const privateResponse: MiddlewareHandler = async (c, next) => {
@@ -32,8 +31,24 @@ function callerTenant(c: Context): string {
   return tenantId;
 }
 
+/** A session can outlive its tenant's deletion by a moment. */
+function tenantGone(error: unknown): never {
+  if (error instanceof TenantNotFoundError)
+    throw new ProblemError(404, 'tenant_not_found', 'Your tenant no longer exists');
+  throw error;
+}
+
+const auditJson = (row: CustomerAuditRow) => ({ ...row, timestamp: row.timestamp.toISOString() });
+
 /** `/api/tenant/*` (spec §4.3): customer_viewer, tenant from the identity, read-only. */
-export function tenantRoutes(api: ApiDeps): Hono {
+export interface TenantRoutesDeps {
+  investigations: InvestigationService;
+  audit: AuditService;
+  branding: BrandingService;
+  streams: StreamDeps;
+}
+
+export function tenantRoutes({ investigations, audit, branding, streams }: TenantRoutesDeps): Hono {
   const app = new Hono();
 
   implement(
@@ -41,8 +56,7 @@ export function tenantRoutes(api: ApiDeps): Hono {
     tenantContract.overview,
     guards,
   )(async (c) => {
-    const now = api.now();
-    const body = await api.db.withTenant(callerTenant(c), (tx) => readOverview(tx, now));
+    const body = await investigations.overview(callerTenant(c)).catch(tenantGone);
     return { status: 200, body };
   });
 
@@ -52,20 +66,22 @@ export function tenantRoutes(api: ApiDeps): Hono {
     guards,
   )(async (c, { query }) => {
     const after = decodeCursor('incidents', query.cursor);
-    const body = await api.db.withTenant(callerTenant(c), (tx) => listIncidents(tx, query, after));
-    return { status: 200, body };
+    const page = { after, limit: query.limit ?? DEFAULT_LIMIT };
+    const result = await investigations.incidents(callerTenant(c), query, page);
+    return {
+      status: 200,
+      body: { items: result.rows, next_cursor: nextCursor('incidents', result.next) },
+    };
   });
 
   implement(
     app,
     tenantContract.reports,
     guards,
-  )(async (c, { query }) => {
-    const now = api.now();
-    const days = query.days ?? DEFAULT_DAYS;
-    const body = await api.db.withTenant(callerTenant(c), (tx) => readReport(tx, now, days));
-    return { status: 200, body };
-  });
+  )(async (c, { query }) => ({
+    status: 200,
+    body: await investigations.report(callerTenant(c), query.days),
+  }));
 
   implement(
     app,
@@ -73,18 +89,19 @@ export function tenantRoutes(api: ApiDeps): Hono {
     guards,
   )(async (c, { query }) => {
     const after = decodeCursor('audit', query.cursor);
-    const body = await api.db.withTenant(callerTenant(c), (tx) => listAudit(tx, query, after));
-    return { status: 200, body };
+    const page = { after, limit: query.limit ?? DEFAULT_LIMIT };
+    const result = await audit.listForTenant(callerTenant(c), query, page);
+    return {
+      status: 200,
+      body: { items: result.rows.map(auditJson), next_cursor: nextCursor('audit', result.next) },
+    };
   });
 
   implement(
     app,
     tenantContract.branding,
     guards,
-  )(async (c) => {
-    const body = await api.db.withTenant(callerTenant(c), readBranding);
-    return { status: 200, body };
-  });
+  )(async (c) => ({ status: 200, body: await branding.read(callerTenant(c)) }));
 
   // The hub reads each tenant's events under withTenant for that tenant (docs/events.md).
   implement(
@@ -92,7 +109,7 @@ export function tenantRoutes(api: ApiDeps): Hono {
     tenantContract.events,
     guards,
   )(async (c) => ({
-    raw: await streamTenantEvents(c, api, callerTenant(c)),
+    raw: await streamTenantEvents(c, streams, callerTenant(c)),
   }));
 
   return app;

@@ -1,0 +1,66 @@
+import { performance } from 'node:perf_hooks';
+import type pg from 'pg';
+
+/** Calls of one kind of statement (its first words) and the time they took in all. */
+export interface StatementTally {
+  calls: number;
+  ms: number;
+}
+
+export interface RoundTrips {
+  /** Since the last reset. */
+  total(): number;
+  /** By statement kind, so the difference between the two sides can be read off. */
+  byKind(): Map<string, StatementTally>;
+  reset(): void;
+}
+
+/** A statement's first words, tenant ids masked: enough to tell the statements apart. */
+function kindOf(args: unknown[]): string {
+  const first = args[0];
+  const text =
+    typeof first === 'string' ? first : String((first as { text?: unknown })?.text ?? '?');
+  // The unit of work writes the tenant context as a literal: one kind for every tenant.
+  const uuid = /'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'/g;
+  return text.replace(uuid, "'<tenant>'").replace(/\s+/g, ' ').trim().slice(0, 60);
+}
+
+/**
+ * Counts every query the pool's connections send from now on (attach before the pool's first
+ * connection): one call is one round trip, also a multi-statement simple query. Each new
+ * connection's `query` is wrapped as the pool hands it out; nothing else changes.
+ */
+export function countRoundTrips(pool: pg.Pool): RoundTrips {
+  const kinds = new Map<string, StatementTally>();
+  const record = (kind: string, start: number) => {
+    const tally = kinds.get(kind) ?? { calls: 0, ms: 0 };
+    tally.calls++;
+    tally.ms += performance.now() - start;
+    kinds.set(kind, tally);
+  };
+  pool.on('connect', (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    client.query = ((...args: unknown[]) => {
+      const start = performance.now();
+      const kind = kindOf(args);
+      const callback = args.at(-1);
+      // pg.Pool#query passes a callback; everything else awaits the promise.
+      if (typeof callback === 'function') {
+        args[args.length - 1] = (...result: unknown[]) => {
+          record(kind, start);
+          return callback(...result);
+        };
+        return query(...args);
+      }
+      const result = query(...args);
+      const done = () => record(kind, start);
+      if (result instanceof Promise) result.then(done, done);
+      return result;
+    }) as typeof client.query;
+  });
+  return {
+    total: () => [...kinds.values()].reduce((sum, tally) => sum + tally.calls, 0),
+    byKind: () => new Map([...kinds].map(([kind, tally]) => [kind, { ...tally }])),
+    reset: () => kinds.clear(),
+  };
+}

@@ -1,0 +1,267 @@
+import { readFile } from 'node:fs/promises';
+import type { Hono } from 'hono';
+import { createOriginPolicy, type OriginPolicy } from '../auth/csrf.ts';
+import { createPasswordHasher, type HashParams, type PasswordHasher } from '../auth/passwords.ts';
+import { createSecretStore, loadKubeConfig, type SecretStore } from '../cluster/secrets.ts';
+import type { Config } from '../config/index.ts';
+import { migrate } from '../db/migrate.ts';
+import { type AppDatabase, createAppDatabase } from '../db/pools.ts';
+import { type DatabaseRuntime, openDatabase } from '../db/runtime.ts';
+import { createSystemGate, type SystemGate } from '../db/system-gate.ts';
+import { clientConfig, type DatabaseTarget } from '../db/target.ts';
+import {
+  createAdapterService,
+  issueBootstrapCredential,
+} from '../domains/adapter/adapter-service.ts';
+import { createAuditService } from '../domains/audit/audit-service.ts';
+import { createBrandingService } from '../domains/branding/branding-service.ts';
+import { createEventHub, type EventHub } from '../domains/events/index.ts';
+import { createInvestigationService } from '../domains/investigations/investigation-service.ts';
+import {
+  type CredentialWatch,
+  createCredentialWatch,
+} from '../domains/sessions/credential-watch.ts';
+import { createAuthService } from '../domains/sessions/session-service.ts';
+import { createTenantService } from '../domains/tenants/tenant-service.ts';
+import { createTriageService } from '../domains/triage/triage-service.ts';
+import { createUserService } from '../domains/users/user-service.ts';
+import { type ApiServices, createApp } from '../http/server/app.ts';
+import type { Logger } from '../log/index.ts';
+import type { TenancyDeps } from '../orchestrator/context.ts';
+import { startTenancy, type TenancyRuntime } from '../orchestrator/runtime.ts';
+import {
+  createTokenService,
+  loadOrCreateSigningKey,
+  type SigningKey,
+  signingKeyFromPem,
+  type TokenService,
+} from '../tokens/index.ts';
+
+/**
+ * The object graph of one svc process, built here once: `svc serve`, `svc orchestrator`, the
+ * operator commands, the tests' harnesses and every benchmark take their parts from it.
+ */
+export interface CoreInput {
+  config: Config;
+  logger: Logger;
+  target: DatabaseTarget;
+  /** Tests move time by hand; everything else reads the wall clock. */
+  now?: () => Date;
+  /** Production hashes with PASSWORD_PARAMS; tests that do not test hashing pass cheaper ones. */
+  hashParams?: HashParams;
+  signingKey?: SigningKey;
+  poolSize?: number;
+  /** A pool the caller already holds (a test database's), instead of a new one. */
+  db?: AppDatabase;
+}
+
+export interface Core {
+  config: Config;
+  logger: Logger;
+  target: DatabaseTarget;
+  now: () => Date;
+  db: AppDatabase;
+  system: SystemGate;
+  hasher: PasswordHasher;
+  tokens: TokenService;
+  close(): Promise<void>;
+}
+
+export async function composeCore(input: CoreInput): Promise<Core> {
+  const { config } = input;
+  const now = input.now ?? (() => new Date());
+  const db = input.db ?? createAppDatabase(input.target, input.poolSize);
+  const system = createSystemGate(input.target);
+  const hasher = createPasswordHasher({
+    concurrency: config.auth.hashConcurrency,
+    queue: config.auth.hashQueue,
+    ...(input.hashParams ? { params: input.hashParams } : {}),
+  });
+  const key = input.signingKey ?? (await signingKey(config));
+  return {
+    config,
+    logger: input.logger,
+    target: input.target,
+    now,
+    db,
+    system,
+    hasher,
+    tokens: createTokenService({ key, now }),
+    close: async () => {
+      // A borrowed pool stays open: its owner closes it.
+      await Promise.all([input.db ? undefined : db.close(), system.close()]);
+    },
+  };
+}
+
+async function signingKey(config: Config): Promise<SigningKey> {
+  const source = config.tokenKey;
+  if (source.kind === 'pem') return signingKeyFromPem(source.pem, 'SVC_TOKEN_SIGNING_KEY');
+  if (source.kind === 'file') {
+    return signingKeyFromPem(await readFile(source.path, 'utf8'), source.path);
+  }
+  return loadOrCreateSigningKey(config.dataDir);
+}
+
+export interface ApiInput {
+  /** Which browser origins may change state (CSRF); from the configured hostnames otherwise. */
+  origins?: OriginPolicy;
+  /** Install-namespace Secrets (tenant creation); absent when svc has no cluster. */
+  secrets?: SecretStore | undefined;
+  /** The orchestrator's side of the tenant operations; absent when svc has no cluster. */
+  tenancy?: TenancyDeps | undefined;
+  /** The event hub's heartbeat (tests use a short one). */
+  heartbeatMs?: number;
+  /** The embedded database answers loopback origins when no hostname is configured. */
+  embedded?: boolean;
+}
+
+export interface Api {
+  app: Hono;
+  services: ApiServices;
+  events: EventHub;
+  watch: CredentialWatch;
+  origins: OriginPolicy;
+  close(): Promise<void>;
+}
+
+/** Every domain service the API calls, over the core's database, gate, hasher and clock. */
+export function composeServices(core: Core, input: ApiInput = {}): ApiServices {
+  const { db, system, hasher, now, tokens, config } = core;
+  const authMode = config.authMode;
+  return {
+    sessions: createAuthService({ db, hasher, now, authMode }),
+    users: createUserService({ db, system, hasher, now, authMode }),
+    tenants: createTenantService({
+      db,
+      system,
+      tokens,
+      secrets: input.secrets,
+      checks: { outbound: config.outbound, preview: input.tenancy?.previewValues },
+      issueBootstrapCredential,
+      decommissionGraceMs:
+        input.tenancy?.decommissionGraceMs ?? config.orchestrator.decommissionGraceMs,
+      upgrades: input.tenancy,
+      kick: () => input.tenancy?.kick(),
+    }),
+    audit: createAuditService({ db, system }),
+    adapter: createAdapterService({ db, tokens, now }),
+    triage: createTriageService({ db, now }),
+    investigations: createInvestigationService({ db, now }),
+    branding: createBrandingService({ db }),
+  };
+}
+
+/** The HTTP app over the core: routes, their services and the event hub for the streams. */
+export async function composeApi(core: Core, input: ApiInput = {}): Promise<Api> {
+  const { config, logger, db } = core;
+  const events = await createEventHub({
+    target: core.target,
+    db,
+    ...(input.heartbeatMs !== undefined ? { heartbeatMs: input.heartbeatMs } : {}),
+    onError: (error, context) => logger.warn({ err: error, context }, 'event hub recovered'),
+  });
+  const watch = createCredentialWatch({ db, now: core.now });
+  const origins =
+    input.origins ??
+    createOriginPolicy({
+      msspHostname: config.auth.msspHostname,
+      customerHostname: config.auth.customerHostname,
+      allowLoopback:
+        (input.embedded ?? false) && !config.auth.msspHostname && !config.auth.customerHostname,
+    });
+  const services = composeServices(core, input);
+  const app = createApp({
+    authMode: config.authMode,
+    trustedProxyCidrs: config.trustedProxyCidrs,
+    logger,
+    databaseReady: db.ping,
+    api: {
+      auth: config.auth,
+      origins,
+      tokens: core.tokens,
+      streams: { events, watch },
+      unitOfWork: db.unitOfWork,
+      edgePortBase: input.tenancy?.edgePortBase ?? config.orchestrator.edgePortBase,
+      services,
+      now: core.now,
+    },
+  });
+  return {
+    app,
+    services,
+    events,
+    watch,
+    origins,
+    close: () => events.close(),
+  };
+}
+
+/** The cluster side: install-namespace Secrets and the orchestrator, when svc has a cluster. */
+export async function composeTenancy(
+  core: Core,
+  input: { run?: boolean; kubeconfigPath?: string } = {},
+): Promise<{ secrets: SecretStore; tenancy: TenancyRuntime } | undefined> {
+  const kubeConfig = loadKubeConfig();
+  if (!kubeConfig) return undefined;
+  const secrets = createSecretStore(kubeConfig, core.config.installNamespace);
+  const tenancy = await startTenancy({
+    config: core.config,
+    target: core.target,
+    db: core.db,
+    system: core.system,
+    tokens: core.tokens,
+    kubeConfig,
+    secrets,
+    logger: core.logger,
+    now: core.now,
+    ...(input.kubeconfigPath ? { kubeconfigPath: input.kubeconfigPath } : {}),
+    ...(input.run !== undefined ? { run: input.run } : {}),
+  });
+  return { secrets, tenancy };
+}
+
+export interface OpenOptions {
+  /**
+   * `always` for the server roles; `embedded` for the operator commands: the embedded database
+   * is svc's own (an account can be made before the first start, issue 16 item 6), an external
+   * one is left to `svc migrate`.
+   */
+  migrate?: 'always' | 'embedded';
+  poolSize?: number;
+}
+
+/** A process's database: embedded or external, migrated, with the core over it. */
+export async function openCore(
+  config: Config,
+  logger: Logger,
+  options: OpenOptions = {},
+): Promise<Core & { runtime: DatabaseRuntime }> {
+  const runtime = await openDatabase(config, logger);
+  try {
+    if ((options.migrate ?? 'always') === 'always' || runtime.embedded) {
+      const result = await migrate(clientConfig(runtime.target, 'admin'));
+      logger.info(
+        { applied: result.applied, compatibility_synced: result.compatibilitySynced },
+        'migrated',
+      );
+    }
+    const core = await composeCore({
+      config,
+      logger,
+      target: runtime.target,
+      ...(options.poolSize !== undefined ? { poolSize: options.poolSize } : {}),
+    });
+    return {
+      ...core,
+      runtime,
+      close: async () => {
+        await core.close();
+        await runtime.stop();
+      },
+    };
+  } catch (error) {
+    await runtime.stop();
+    throw error;
+  }
+}

@@ -1,0 +1,109 @@
+import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Config, Credential, DatabaseRole } from '../config/index.ts';
+import { migrate } from '../db/migrate.ts';
+import { createAppDatabase } from '../db/pools.ts';
+import { openDatabase } from '../db/runtime.ts';
+import { clientConfig, connectionUrl, type DatabaseTarget } from '../db/target.ts';
+import { findTenantBySlugOrId } from '../domains/tenants/tenant-repository.ts';
+import type { Logger } from '../log/index.ts';
+
+export async function runMigrate(config: Config, logger: Logger): Promise<void> {
+  const runtime = await openDatabase(config, logger);
+  try {
+    const result = await migrate(clientConfig(runtime.target, 'admin'));
+    const applied = result.applied.length ? result.applied.join(', ') : 'none (up to date)';
+    process.stdout.write(`migrations applied: ${applied}\n`);
+    if (result.compatibilitySynced) process.stdout.write('chart compatibility list synced\n');
+  } finally {
+    await runtime.stop();
+  }
+}
+
+/** Reads the embedded server's address without starting it, so printing a URL has no side effects. */
+async function embeddedTarget(dataDir: string): Promise<DatabaseTarget> {
+  try {
+    const state = JSON.parse(await readFile(path.join(dataDir, 'embedded.json'), 'utf8')) as {
+      port: number;
+    };
+    const credentials = JSON.parse(
+      await readFile(path.join(dataDir, 'credentials.json'), 'utf8'),
+    ) as Record<DatabaseRole, Credential>;
+    return { host: '127.0.0.1', port: state.port, database: 'svc', ssl: false, credentials };
+  } catch {
+    throw new Error(
+      `no embedded database in ${dataDir} yet; run \`svc serve\` or \`svc migrate\` first`,
+    );
+  }
+}
+
+export async function runDbUrl(
+  config: Config,
+  logger: Logger,
+  role: DatabaseRole,
+  showPassword: boolean,
+): Promise<void> {
+  const target =
+    config.database.kind === 'embedded'
+      ? await embeddedTarget(config.dataDir)
+      : (await openDatabase(config, logger)).target;
+  process.stdout.write(`${connectionUrl(target, role, showPassword)}\n`);
+}
+
+/**
+ * Opens psql as svc_app. With a tenant, `app.current_tenant_id` is set for the whole psql
+ * session through libpq's startup options, so every query sees exactly that tenant's rows.
+ */
+export async function runPsql(
+  config: Config,
+  logger: Logger,
+  psqlArgs: readonly string[],
+  tenant?: string,
+): Promise<number> {
+  const runtime = await openDatabase(config, logger);
+  try {
+    let tenantId: string | undefined;
+    if (tenant !== undefined) {
+      const db = createAppDatabase(runtime.target, 1);
+      try {
+        tenantId = (await db.withoutTenant((tx) => findTenantBySlugOrId(tx, tenant)))?.id;
+      } finally {
+        await db.close();
+      }
+      if (!tenantId) throw new Error(`no tenant with slug or id ${JSON.stringify(tenant)}`);
+    }
+    const { host, port, database } = runtime.target;
+    const { user, password } = runtime.target.credentials.app;
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      PGHOST: host,
+      PGPORT: String(port),
+      PGDATABASE: database,
+      PGUSER: user,
+      PGPASSWORD: password,
+      PGAPPNAME: 'svc-psql',
+      PGSSLMODE: runtime.target.ssl ? 'verify-full' : 'disable',
+    };
+    if (tenantId) env.PGOPTIONS = `-c app.current_tenant_id=${tenantId}`;
+    else delete env.PGOPTIONS;
+    return await new Promise<number>((resolve, reject) => {
+      const child = spawn('psql', [...psqlArgs], {
+        stdio: 'inherit',
+        env,
+      });
+      child.on('error', (error: NodeJS.ErrnoException) =>
+        reject(
+          error.code === 'ENOENT'
+            ? new Error(
+                'psql not found on PATH; install the PostgreSQL client (Debian: apt-get install postgresql-client)',
+              )
+            : error,
+        ),
+      );
+      child.on('exit', (code) => resolve(code ?? 1));
+    });
+  } finally {
+    await runtime.stop();
+  }
+}

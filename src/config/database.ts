@@ -1,0 +1,139 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import Type from 'typebox';
+import { ConfigError, type Env, hostname, port, settingReader } from './env.ts';
+
+export type DatabaseRole = 'admin' | 'app' | 'mssp';
+
+export interface Credential {
+  user: string;
+  password: string;
+}
+
+export type DatabaseConfig =
+  | { kind: 'embedded' }
+  | {
+      kind: 'external';
+      host: string;
+      port: number;
+      database: string;
+      /** Present when the six credentials were supplied (env vars or a directory of files). */
+      credentials: Record<DatabaseRole, Credential> | undefined;
+      /** Superuser URL that creates the roles and the database when they are missing. */
+      bootstrapUrl: string | undefined;
+      ssl: boolean;
+    };
+
+const roleName = { schema: Type.String({ minLength: 1 }), expected: 'a role name' } as const;
+const password = { schema: Type.String({ minLength: 1 }), expected: 'a password' } as const;
+
+export const DATABASE_SETTINGS = {
+  SVC_DATABASE_HOST: { schema: hostname, expected: 'a PostgreSQL hostname' },
+  SVC_DATABASE_PORT: { schema: port, expected: 'an integer port 1-65535' },
+  SVC_DATABASE_NAME: {
+    schema: Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_$-]{0,62}$' }),
+    expected: 'a PostgreSQL database name',
+  },
+  SVC_DATABASE_SSL: {
+    schema: Type.Union([Type.Literal('disable'), Type.Literal('require')]),
+    expected: 'disable or require',
+  },
+  SVC_DATABASE_CREDENTIALS_DIR: {
+    schema: Type.String({ minLength: 1 }),
+    expected: 'a directory holding files admin_user, admin_password, app_user, …',
+  },
+  SVC_DATABASE_BOOTSTRAP_URL: {
+    schema: Type.String({ pattern: '^postgres(ql)?://' }),
+    expected: 'a postgres:// URL of a superuser',
+  },
+  SVC_DATABASE_ADMIN_USER: roleName,
+  SVC_DATABASE_ADMIN_PASSWORD: password,
+  SVC_DATABASE_APP_USER: roleName,
+  SVC_DATABASE_APP_PASSWORD: password,
+  SVC_DATABASE_MSSP_USER: roleName,
+  SVC_DATABASE_MSSP_PASSWORD: password,
+} as const;
+
+const read = settingReader(DATABASE_SETTINGS);
+const ROLES: readonly DatabaseRole[] = ['admin', 'app', 'mssp'];
+
+/** The six keys of the `database.external.existingSecret` Secret (spec §2.9). */
+export const CREDENTIAL_KEYS = ROLES.flatMap((r) => [`${r}_user`, `${r}_password`]);
+
+/** One credential key from its env var, else from the file of that name in `dir`. */
+function credentialValue(env: Env, dir: string | undefined, key: string): string | undefined {
+  const name = `SVC_DATABASE_${key.toUpperCase()}` as keyof typeof DATABASE_SETTINGS;
+  const fromEnv = read(env, name) as string | undefined;
+  if (fromEnv !== undefined || dir === undefined) return fromEnv;
+  try {
+    const value = readFileSync(path.join(dir, key), 'utf8').trim();
+    return value === '' ? undefined : value;
+  } catch {
+    return undefined;
+  }
+}
+
+/** All six credentials or none: a partial set is a mistake worth stopping for. */
+function readCredentials(env: Env): Record<DatabaseRole, Credential> | undefined {
+  const dir = read(env, 'SVC_DATABASE_CREDENTIALS_DIR');
+  const values = new Map(CREDENTIAL_KEYS.map((k) => [k, credentialValue(env, dir, k)] as const));
+  if ([...values.values()].every((v) => v === undefined)) {
+    if (dir === undefined) return undefined;
+    throw new ConfigError(
+      `SVC_DATABASE_CREDENTIALS_DIR: expected files ${CREDENTIAL_KEYS.join(', ')} in ${dir}`,
+    );
+  }
+  const missing = CREDENTIAL_KEYS.find((k) => values.get(k) === undefined);
+  if (missing !== undefined) {
+    throw new ConfigError(
+      `SVC_DATABASE_${missing.toUpperCase()}: expected a value (env var or file ${missing} in SVC_DATABASE_CREDENTIALS_DIR); all six database credentials are required together`,
+    );
+  }
+  const credential = (role: DatabaseRole): Credential => ({
+    user: values.get(`${role}_user`) ?? '',
+    password: values.get(`${role}_password`) ?? '',
+  });
+  return { admin: credential('admin'), app: credential('app'), mssp: credential('mssp') };
+}
+
+function parseBootstrapUrl(bootstrapUrl: string | undefined): URL | undefined {
+  if (bootstrapUrl === undefined) return undefined;
+  try {
+    return new URL(bootstrapUrl);
+  } catch {
+    throw new ConfigError('SVC_DATABASE_BOOTSTRAP_URL: expected a postgres:// URL of a superuser');
+  }
+}
+
+/** Embedded unless a host or a bootstrap URL names an external PostgreSQL. */
+export function readDatabase(env: Env): DatabaseConfig {
+  const host = read(env, 'SVC_DATABASE_HOST');
+  const bootstrapUrl = read(env, 'SVC_DATABASE_BOOTSTRAP_URL');
+  const port = read(env, 'SVC_DATABASE_PORT');
+  const database = read(env, 'SVC_DATABASE_NAME') ?? 'svc';
+  const ssl = read(env, 'SVC_DATABASE_SSL') === 'require';
+  const credentials = readCredentials(env);
+  if (host === undefined && bootstrapUrl === undefined) {
+    if (credentials !== undefined) {
+      throw new ConfigError(
+        'SVC_DATABASE_HOST: expected a PostgreSQL hostname when credentials are set',
+      );
+    }
+    return { kind: 'embedded' };
+  }
+  const url = parseBootstrapUrl(bootstrapUrl);
+  if (credentials === undefined && bootstrapUrl === undefined) {
+    throw new ConfigError(
+      'SVC_DATABASE_ADMIN_USER: expected the six database credentials (or SVC_DATABASE_BOOTSTRAP_URL) when SVC_DATABASE_HOST is set',
+    );
+  }
+  return {
+    kind: 'external',
+    host: host ?? url?.hostname ?? 'localhost',
+    port: port ?? (url?.port ? Number(url.port) : 5432),
+    database,
+    credentials,
+    bootstrapUrl,
+    ssl,
+  };
+}

@@ -1,0 +1,125 @@
+import Type from 'typebox';
+import { duration, durationExpected, durationMs, type Env, settingReader } from './env.ts';
+
+export interface OrchestratorConfig {
+  enabled: boolean;
+  concurrency: number;
+  pollMs: number;
+  readinessTimeoutMs: number;
+  decommissionGraceMs: number;
+  retentionMs: number;
+  helmTimeoutMs: number;
+  reconcileMs: number;
+  chartsDir: string | undefined;
+  installVersion: string | undefined;
+  helmBinary: string;
+  adapterImage: { repository: string; tag: string; digest: string };
+  apiUrl: string | undefined;
+  storageClassName: string;
+  edgePortBase: number;
+  defaultLlm: { provider: string; baseUrl: string; model: string };
+}
+
+const durationSetting = { schema: duration, expected: durationExpected } as const;
+
+export const ORCHESTRATOR_SETTINGS = {
+  SVC_ORCHESTRATOR: {
+    schema: Type.Union([Type.Literal('on'), Type.Literal('off')]),
+    expected: 'on or off (run the tenant orchestrator inside svc serve)',
+  },
+  SVC_ORCHESTRATOR_CONCURRENCY: {
+    schema: Type.Integer({ minimum: 1, maximum: 200 }),
+    expected: 'an integer 1-200 (tenants worked on at once)',
+  },
+  SVC_ORCHESTRATOR_POLL: durationSetting,
+  SVC_READINESS_TIMEOUT: durationSetting,
+  SVC_DECOMMISSION_GRACE: durationSetting,
+  SVC_TENANT_RETENTION: durationSetting,
+  SVC_HELM_TIMEOUT: durationSetting,
+  SVC_RECONCILE_INTERVAL: durationSetting,
+  SVC_TENANT_CHARTS_DIR: {
+    schema: Type.String({ minLength: 1 }),
+    expected: 'a directory holding svc-tenant chart directories',
+  },
+  SVC_TENANT_CHART_VERSION: {
+    schema: Type.String({ pattern: '^[0-9]+\\.[0-9]+\\.[0-9]+(-[0-9A-Za-z.-]+)?$' }),
+    expected: 'a tenant package version new tenants get (default: newest supported)',
+  },
+  SVC_HELM_BIN: {
+    schema: Type.String({ minLength: 1 }),
+    expected: 'the helm binary (path or name)',
+  },
+  SVC_ADAPTER_IMAGE: {
+    schema: Type.String({
+      pattern:
+        '^[a-z0-9./_:-]{1,255}?(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$',
+    }),
+    expected: 'an image reference repository[:tag][@sha256:<digest>]',
+  },
+  SVC_API_URL: {
+    schema: Type.String({ pattern: '^https?://[^\\s]{1,2040}$' }),
+    expected: 'the URL tenant adapters reach svc at, e.g. http://svc-api.svc-system.svc:8080',
+  },
+  SVC_TENANT_STORAGE_CLASS: {
+    schema: Type.String({ pattern: '^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$' }),
+    expected: 'a StorageClass name for tenant volumes (empty: the cluster default)',
+  },
+  SVC_EDGE_PORT_BASE: {
+    schema: Type.Integer({ minimum: 1024, maximum: 60000 }),
+    expected: 'an integer 1024-60000 (first port of the edge-proxy range)',
+  },
+  SVC_LLM_PROVIDER: {
+    schema: Type.String({ pattern: '^[a-z][a-z0-9_-]{0,31}$' }),
+    expected: 'an LLM provider name (defaults.llm.provider)',
+  },
+  SVC_LLM_BASE_URL: {
+    schema: Type.String({ pattern: '^https://[^\\s]{1,2040}$' }),
+    expected: 'an https:// URL (defaults.llm.baseUrl)',
+  },
+  SVC_LLM_MODEL: {
+    schema: Type.String({ minLength: 1, maxLength: 200 }),
+    expected: 'a model name (defaults.llm.model)',
+  },
+} as const;
+
+const read = settingReader(ORCHESTRATOR_SETTINGS);
+
+export function readOrchestrator(env: Env): OrchestratorConfig {
+  const ms = (name: keyof typeof ORCHESTRATOR_SETTINGS, fallback: string) =>
+    durationMs(String(read(env, name) ?? fallback));
+  return {
+    enabled: (read(env, 'SVC_ORCHESTRATOR') ?? 'on') === 'on',
+    concurrency: read(env, 'SVC_ORCHESTRATOR_CONCURRENCY') ?? 25,
+    pollMs: ms('SVC_ORCHESTRATOR_POLL', '5s'),
+    readinessTimeoutMs: ms('SVC_READINESS_TIMEOUT', '15m'),
+    decommissionGraceMs: ms('SVC_DECOMMISSION_GRACE', '24h'),
+    retentionMs: ms('SVC_TENANT_RETENTION', '30d'),
+    helmTimeoutMs: ms('SVC_HELM_TIMEOUT', '10m'),
+    reconcileMs: ms('SVC_RECONCILE_INTERVAL', '5m'),
+    chartsDir: read(env, 'SVC_TENANT_CHARTS_DIR'),
+    installVersion: read(env, 'SVC_TENANT_CHART_VERSION'),
+    helmBinary: read(env, 'SVC_HELM_BIN') ?? 'helm',
+    adapterImage: parseImage(read(env, 'SVC_ADAPTER_IMAGE') ?? 'svc-adapter:0.1.0'),
+    apiUrl: read(env, 'SVC_API_URL'),
+    storageClassName: read(env, 'SVC_TENANT_STORAGE_CLASS') ?? '',
+    edgePortBase: read(env, 'SVC_EDGE_PORT_BASE') ?? 20_000,
+    defaultLlm: {
+      provider: read(env, 'SVC_LLM_PROVIDER') ?? '',
+      baseUrl: read(env, 'SVC_LLM_BASE_URL') ?? '',
+      model: read(env, 'SVC_LLM_MODEL') ?? '',
+    },
+  };
+}
+
+/** `repo[:tag][@sha256:…]`: the digest pins (spec §9.3 item 1); the tag stays for people. */
+export function parseImage(ref: string): { repository: string; tag: string; digest: string } {
+  const [name = '', digest = ''] = ref.split('@');
+  const slash = name.lastIndexOf('/');
+  const colon = name.lastIndexOf(':');
+  const hasTag = colon > slash;
+  return {
+    repository: hasTag ? name.slice(0, colon) : name,
+    tag: hasTag ? name.slice(colon + 1) : 'latest',
+    digest,
+  };
+}

@@ -1,0 +1,38 @@
+import Type from 'typebox';
+import { cidrList, type Env, parseCidrs, settingReader } from './env.ts';
+
+/** Internal targets tenant URLs may name after all (src/net/outbound-url.ts); default none. */
+export interface OutboundConfig {
+  allowCidrs: readonly string[];
+  allowHosts: readonly string[];
+}
+
+const hostPattern = '(\\*\\.)?[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?';
+
+export const OUTBOUND_SETTINGS = {
+  SVC_OUTBOUND_ALLOW_CIDRS: {
+    schema: cidrList,
+    expected:
+      'a comma-separated list of CIDRs tenant URLs may reach although internal, e.g. 10.20.0.0/16',
+  },
+  SVC_OUTBOUND_ALLOW_HOSTS: {
+    schema: Type.String({ pattern: `^(${hostPattern}(\\s*,\\s*${hostPattern})*)?$` }),
+    expected: 'a comma-separated list of host names or *.domain patterns, e.g. llm.corp.internal',
+  },
+} as const;
+
+const read = settingReader(OUTBOUND_SETTINGS);
+
+export function readOutbound(env: Env): OutboundConfig {
+  return {
+    allowCidrs: parseCidrs(
+      read(env, 'SVC_OUTBOUND_ALLOW_CIDRS'),
+      'SVC_OUTBOUND_ALLOW_CIDRS',
+      OUTBOUND_SETTINGS.SVC_OUTBOUND_ALLOW_CIDRS.expected,
+    ),
+    allowHosts: (read(env, 'SVC_OUTBOUND_ALLOW_HOSTS') ?? '')
+      .split(',')
+      .map((h) => h.trim())
+      .filter((h) => h !== ''),
+  };
+}

@@ -1,0 +1,131 @@
+import pg from 'pg';
+import { clientConfig, type DatabaseTarget } from '../../db/target.ts';
+import { EVENTS_CHANNEL, listenForEvents, pingListener } from './event-repository.ts';
+import { type Notice, parseNotice } from './notice.ts';
+
+/** Where the LISTEN connection comes from: svc_app on the target, or a client factory. */
+export type ListenSource =
+  | { target: DatabaseTarget }
+  | { connect: () => pg.Client | Promise<pg.Client> };
+
+export interface ListenerOptions {
+  source: ListenSource;
+  reconnectMinMs: number;
+  reconnectMaxMs: number;
+  onNotice: (notice: Notice) => void;
+  /** The connection is back after a loss; notices sent while it was down are gone. */
+  onReconnect: () => void;
+  onError: (error: unknown, context: string) => void;
+  /** Runs fn after ms unless the owner has closed meanwhile. */
+  later: (fn: () => unknown, ms: number) => void;
+}
+
+function clientFactory(source: ListenSource): () => pg.Client | Promise<pg.Client> {
+  if ('connect' in source) return source.connect;
+  const { target } = source;
+  return () =>
+    new pg.Client({
+      ...clientConfig(target, 'app'),
+      application_name: 'svc-app-events',
+      keepAlive: true,
+    });
+}
+
+/** The one LISTEN connection of a process, re-established with backoff when it is lost. */
+export class EventListener {
+  readonly #options: ListenerOptions;
+  readonly #newClient: () => pg.Client | Promise<pg.Client>;
+  #client: pg.Client | undefined;
+  #reconnects = 0;
+  #failedAttempts = 0;
+  #closed = false;
+
+  constructor(options: ListenerOptions) {
+    this.#options = options;
+    this.#newClient = clientFactory(options.source);
+  }
+
+  get listening(): boolean {
+    return this.#client !== undefined;
+  }
+
+  get reconnects(): number {
+    return this.#reconnects;
+  }
+
+  start(): Promise<void> {
+    return this.#listen();
+  }
+
+  /** A LISTEN connection can die without a TCP reset; a round trip finds out. */
+  ping(): void {
+    const client = this.#client;
+    if (!client) return;
+    pingListener(client).catch((error: unknown) => {
+      this.#options.onError(error, 'events: LISTEN connection ping');
+      client.end().catch(() => undefined);
+    });
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const client = this.#client;
+    this.#client = undefined;
+    await client?.end().catch(() => undefined);
+  }
+
+  #onNotification(message: pg.Notification): void {
+    if (message.channel !== EVENTS_CHANNEL) return;
+    const notice = parseNotice(message.payload);
+    if (notice) this.#options.onNotice(notice);
+  }
+
+  async #listen(): Promise<void> {
+    const client = await this.#newClient();
+    client.on('notification', (message) => this.#onNotification(message));
+    // pg emits 'error' and then 'end' for one failure; both lead to a single reconnect.
+    client.on('error', (error) => this.#lost(client, error));
+    client.on('end', () => this.#lost(client, new Error('LISTEN connection ended')));
+    try {
+      await client.connect();
+      await listenForEvents(client);
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw error;
+    }
+    if (this.#closed) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    this.#client = client;
+    this.#failedAttempts = 0;
+  }
+
+  #lost(client: pg.Client, error: unknown): void {
+    if (this.#client !== client || this.#closed) return;
+    this.#client = undefined;
+    this.#options.onError(error, 'events: LISTEN connection lost');
+    client.end().catch(() => undefined);
+    this.#scheduleReconnect();
+  }
+
+  #scheduleReconnect(): void {
+    const { reconnectMinMs, reconnectMaxMs } = this.#options;
+    const delay = Math.min(reconnectMinMs * 2 ** this.#failedAttempts, reconnectMaxMs);
+    this.#options.later(() => this.#reconnect(), delay);
+  }
+
+  async #reconnect(): Promise<void> {
+    try {
+      await this.#listen();
+    } catch (error) {
+      this.#failedAttempts++;
+      this.#options.onError(error, 'events: LISTEN reconnect failed');
+      if (!this.#closed) this.#scheduleReconnect();
+      return;
+    }
+    if (this.#closed) return;
+    this.#reconnects++;
+    this.#options.onReconnect();
+  }
+}

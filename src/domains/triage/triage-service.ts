@@ -1,0 +1,133 @@
+// The triage domain owns the analyst's work on one tenant: its incident list, its queue of
+// proposed actions awaiting a human, and the decisions on them (spec §1 item 6, §5.8).
+import { randomUUID } from 'node:crypto';
+import type { KeysetPage, KeysetRequest } from '../../db/keyset.ts';
+import type { AppDatabase } from '../../db/pools.ts';
+import type { TenantTx } from '../../db/tenant-context.ts';
+import { writeAudit } from '../audit/audit-repository.ts';
+import { appendEvent } from '../events/event-repository.ts';
+import { listCustomerInvestigations } from '../investigations/investigation-repository.ts';
+import { findTenant } from '../tenants/tenant-repository.ts';
+import { TenantNotFoundError } from '../tenants/tenant-types.ts';
+import { decideOpenReview, findReviewDecision, listOpenReviews } from './triage-repository.ts';
+import {
+  type Decider,
+  type IncidentSummary,
+  type Review,
+  ReviewClosedError,
+  type ReviewDecision,
+  ReviewNotFoundError,
+} from './triage-types.ts';
+
+const AUDIT_ACTION: Record<ReviewDecision, string> = {
+  approved: 'investigation.approve',
+  rejected: 'investigation.reject',
+};
+
+/**
+ * Every read and decision runs under the tenant's context and stays RLS-subject; decisions are
+ * audited for the tenant to see.
+ */
+export function createTriageService(deps: {
+  db: Pick<AppDatabase, 'withTenant'>;
+  now: () => Date;
+}) {
+  return {
+    listIncidents(tenantId: string, page: KeysetRequest): Promise<KeysetPage<IncidentSummary>> {
+      return deps.db.withTenant(tenantId, async (tx) => {
+        await requireTenant(tx, tenantId);
+        const found = await listCustomerInvestigations(tx, {}, page);
+        return { rows: found.rows.map(summary), next: found.next };
+      });
+    },
+
+    listOpenReviews(tenantId: string): Promise<Review[]> {
+      return deps.db.withTenant(tenantId, async (tx) => {
+        await requireTenant(tx, tenantId);
+        return listOpenReviews(tx);
+      });
+    },
+
+    /**
+     * Decides an open review, once: the decision, its event and its audit row commit together.
+     * A review of another tenant is not found (RLS), not forbidden.
+     */
+    decide(
+      tenantId: string,
+      reviewId: string,
+      decision: ReviewDecision,
+      decider: Decider,
+      note: string,
+    ): Promise<Review> {
+      const at = deps.now();
+      return deps.db.withTenant(tenantId, async (tx) => {
+        const review = await decideOpenReview(tx, {
+          reviewId,
+          decision,
+          decidedBy: decider.userId,
+          at,
+          note,
+        });
+        if (!review) throw await whyClosed(tx, reviewId);
+        await recordDecision(tx, { tenantId, review, decision, decider, note });
+        return review;
+      });
+    },
+  };
+}
+
+export type TriageService = ReturnType<typeof createTriageService>;
+
+/** The MSSP list shows fewer columns than the customer's; the query is the one they share. */
+function summary(row: IncidentSummary): IncidentSummary {
+  const { id, title, status, severity, verdict, opened_at, updated_at } = row;
+  return { id, title, status, severity, verdict, opened_at, updated_at };
+}
+
+async function requireTenant(tx: TenantTx, tenantId: string): Promise<void> {
+  if (!(await findTenant(tx, tenantId))) throw new TenantNotFoundError(tenantId);
+}
+
+async function whyClosed(tx: TenantTx, reviewId: string): Promise<Error> {
+  const current = await findReviewDecision(tx, reviewId);
+  if (!current) return new ReviewNotFoundError(reviewId);
+  return new ReviewClosedError(reviewId, current.decision ?? 'expired');
+}
+
+interface DecisionRecord {
+  tenantId: string;
+  review: Review;
+  decision: ReviewDecision;
+  decider: Decider;
+  note: string;
+}
+
+async function recordDecision(
+  tx: TenantTx,
+  { tenantId, review, decision, decider, note }: DecisionRecord,
+): Promise<void> {
+  await appendEvent(tx, {
+    tenantId,
+    streamType: 'review',
+    streamId: randomUUID(),
+    streamSeq: 1,
+    type: `review.${decision}`,
+    payload: {
+      review_id: review.id,
+      investigation_id: review.investigation_id,
+      action: review.proposed_action,
+    },
+    actor: `user:${decider.userId}`,
+  });
+  await writeAudit(tx, {
+    tenantId,
+    actorPrincipal: 'User',
+    actorId: decider.userId,
+    action: AUDIT_ACTION[decision],
+    resourceType: 'pending_review',
+    resourceId: review.id,
+    before: { decision: null },
+    after: { decision, note },
+    actingAs: decider.actingAs,
+  });
+}

@@ -1,0 +1,56 @@
+import type * as s from 'zapatos/schema';
+
+/** A proposed action awaiting (or past) a human decision. */
+export type Review = Pick<
+  s.pending_reviews.Selectable,
+  | 'id'
+  | 'investigation_id'
+  | 'proposed_action'
+  | 'rationale'
+  | 'evidence'
+  | 'risk'
+  | 'confidence'
+  | 'requested_by'
+  | 'requested_at'
+  | 'expires_at'
+  | 'decision'
+  | 'decided_by'
+  | 'decided_at'
+  | 'decision_note'
+> & {
+  /** Written only as a JSON object (default '{}'). */
+  action_params: Record<string, unknown>;
+};
+
+/** An investigation as the MSSP incident list shows it. */
+export type IncidentSummary = Pick<
+  s.investigations.Selectable,
+  'id' | 'title' | 'status' | 'severity' | 'verdict' | 'opened_at' | 'updated_at'
+>;
+
+export type ReviewDecision = 'approved' | 'rejected';
+
+/** The MSSP user deciding, and the tenant an impersonation token acts for (null: none). */
+export interface Decider {
+  userId: string;
+  actingAs: string | null;
+}
+
+export class ReviewNotFoundError extends Error {
+  override name = 'ReviewNotFoundError';
+  constructor(readonly reviewId: string) {
+    super('No such review in this tenant');
+  }
+}
+
+/** A review is decided once; an expired one cannot be decided at all. */
+export class ReviewClosedError extends Error {
+  override name = 'ReviewClosedError';
+  constructor(
+    readonly reviewId: string,
+    /** The earlier decision, or 'expired'. */
+    readonly decision: string,
+  ) {
+    super('This review was already decided or has expired');
+  }
+}

@@ -1,0 +1,103 @@
+import { Hono } from 'hono';
+import { msspTenantContract } from '../../../contracts/mssp.ts';
+import { MSSP_ROLES } from '../../auth/identity.ts';
+import type { TenantService } from '../../domains/tenants/tenant-service.ts';
+import type { Tenant } from '../../domains/tenants/tenant-types.ts';
+import { edgePorts } from '../../orchestrator/edge-ports.ts';
+import { implement } from '../contract.ts';
+import { DEFAULT_LIMIT, decodeCursor, nextCursor } from '../cursor.ts';
+import { type StreamDeps, streamTenantEvents } from '../event-stream.ts';
+import { requireRole, tenantOfRequest } from '../guards.ts';
+import { tenantProblem } from './tenant-problems.ts';
+
+/** The Tenant of contracts/mssp.ts: the row's public columns, edge ports instead of a pair. */
+export function tenantJson(t: Tenant, edgePortBase: number) {
+  return {
+    id: t.id,
+    slug: t.slug,
+    display_name: t.display_name,
+    state: t.state,
+    error_details: t.error_details,
+    config_revision: t.config_revision,
+    chart_version: t.chart_version,
+    upgrade_target: t.upgrade_target,
+    edge_ports: t.edge_port_pair === null ? null : edgePorts(edgePortBase, t.edge_port_pair),
+    drift: t.drift,
+    created_at: t.created_at.toISOString(),
+    updated_at: t.updated_at.toISOString(),
+    deleted_at: t.deleted_at?.toISOString() ?? null,
+  };
+}
+
+const anyMssp = requireRole(...MSSP_ROLES);
+const operators = requireRole('platform_admin', 'mssp_admin');
+
+/** `/api/mssp/tenants/*`: create, read and move tenants (spec §4.2). */
+export function msspTenantRoutes(
+  tenants: TenantService,
+  streams: StreamDeps,
+  edgePortBase: number,
+): Hono {
+  const app = new Hono();
+  const toJson = (t: Tenant) => tenantJson(t, edgePortBase);
+
+  implement(app, msspTenantContract.createTenant, [operators])(async (c, { body }) => {
+    const tenant = await tenants.create(body, c.get('identity')).catch(tenantProblem);
+    return { status: 201, body: { tenant: toJson(tenant) } };
+  });
+
+  implement(app, msspTenantContract.listTenants, [anyMssp])(async (_c, { query }) => {
+    const limit = query.limit ?? DEFAULT_LIMIT;
+    const after = decodeCursor('tenants', query.cursor);
+    const page = await tenants.list(query.state, { after, limit });
+    return {
+      status: 200,
+      body: { items: page.rows.map(toJson), next_cursor: nextCursor('tenants', page.next) },
+    };
+  });
+
+  implement(app, msspTenantContract.getTenant, [anyMssp])(async (c, { params }) => {
+    const id = tenantOfRequest(c, params.tenant_id);
+    const { tenant, lifecycle } = await tenants.getWithLifecycle(id).catch(tenantProblem);
+    return {
+      status: 200,
+      body: {
+        tenant: toJson(tenant),
+        lifecycle: lifecycle.map((e) => ({ ...e, occurred_at: e.occurred_at.toISOString() })),
+      },
+    };
+  });
+
+  implement(app, msspTenantContract.decommission, [operators])(async (c, { params }) => {
+    const id = tenantOfRequest(c, params.tenant_id);
+    const tenant = await tenants.decommission(c.get('identity'), id).catch(tenantProblem);
+    return { status: 200, body: { tenant: toJson(tenant) } };
+  });
+
+  implement(app, msspTenantContract.retry, [operators])(async (c, { params }) => {
+    const tenant = await tenants.retry(c.get('identity'), params.tenant_id).catch(tenantProblem);
+    return { status: 202, body: { tenant: toJson(tenant) } };
+  });
+
+  implement(app, msspTenantContract.upgrade, [operators])(async (c, { params, body }) => {
+    const result = await tenants
+      .upgrade(c.get('identity'), params.tenant_id, body.tenant_chart_version)
+      .catch(tenantProblem);
+    return {
+      status: 202,
+      body: {
+        tenant: toJson(result.tenant),
+        compatibility: result.verdict,
+        warnings: result.warnings,
+      },
+    };
+  });
+
+  implement(app, msspTenantContract.tenantEvents, [anyMssp])(async (c, { params }) => {
+    const tenantId = tenantOfRequest(c, params.tenant_id);
+    await tenants.get(tenantId).catch(tenantProblem);
+    return { raw: await streamTenantEvents(c, streams, tenantId) };
+  });
+
+  return app;
+}

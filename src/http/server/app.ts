@@ -1,0 +1,233 @@
+import { type Context, Hono, type MiddlewareHandler } from 'hono';
+import { contract, Problem } from '../../../contracts/index.ts';
+import pkg from '../../../package.json' with { type: 'json' };
+import { checkCsrf, type OriginPolicy } from '../../auth/csrf.ts';
+import { createRateLimiter } from '../../auth/rate-limit.ts';
+import type { AuthConfig, AuthMode } from '../../config/index.ts';
+import type { AdapterService } from '../../domains/adapter/adapter-service.ts';
+import type { AuditService } from '../../domains/audit/audit-service.ts';
+import type { BrandingService } from '../../domains/branding/branding-service.ts';
+import type { InvestigationService } from '../../domains/investigations/investigation-service.ts';
+import type { AuthService } from '../../domains/sessions/session-service.ts';
+import type { TenantService } from '../../domains/tenants/tenant-service.ts';
+import type { TriageService } from '../../domains/triage/triage-service.ts';
+import type { UserService } from '../../domains/users/user-service.ts';
+import { DatabaseUnavailableError } from '../../faults/unavailable.ts';
+import type { Logger } from '../../log/index.ts';
+import type { TokenService } from '../../tokens/index.ts';
+import { allowedMethods } from '../allowed-methods.ts';
+import { authRoutes } from '../auth/routes.ts';
+import { authenticate } from '../authenticate.ts';
+import { limitBody } from '../body-limit.ts';
+import type { StreamDeps } from '../event-stream.ts';
+import { requireFamily, requirePasswordCurrent } from '../guards.ts';
+import { internalRoutes } from '../internal/routes.ts';
+import { msspRoutes } from '../mssp/routes.ts';
+import { triageRoutes } from '../mssp/triage.ts';
+import { userManagementRoutes } from '../mssp/user-management.ts';
+import { msspUserRoutes } from '../mssp/users.ts';
+import { openApiDocument, referencePage } from '../openapi.ts';
+import { ProblemError, problem } from '../problem.ts';
+import { peerAddress, requestId, trustedProxies } from '../request-id.ts';
+import { authenticateService } from '../service-auth.ts';
+import { tenantRoutes } from '../tenant/routes.ts';
+
+declare module 'hono' {
+  interface ContextVariableMap {
+    requestId: string;
+  }
+}
+
+/** The domain services the routers call; built once in src/app/compose.ts. */
+export interface ApiServices {
+  sessions: AuthService;
+  users: UserService;
+  tenants: TenantService;
+  audit: AuditService;
+  adapter: AdapterService;
+  triage: TriageService;
+  investigations: InvestigationService;
+  branding: BrandingService;
+}
+
+/** What the API needs beyond health: present in `svc serve`, absent in bare HTTP tests. */
+export interface ApiDeps {
+  auth: AuthConfig;
+  origins: OriginPolicy;
+  tokens: TokenService;
+  /** The hub and credential watch of the SSE endpoints (spec §5.7 item 8). */
+  streams: StreamDeps;
+  /** One connection and one transaction per authenticated request (src/db/unit-of-work.ts). */
+  unitOfWork: <T>(fn: () => Promise<T>) => Promise<T>;
+  /** The install's first edge port: tenants answer with their ports, not the pair index. */
+  edgePortBase: number;
+  services: ApiServices;
+  now: () => Date;
+}
+
+export interface AppDeps {
+  authMode: AuthMode;
+  trustedProxyCidrs: readonly string[];
+  logger: Logger;
+  /** True when the database answers as svc_app. */
+  databaseReady: () => Promise<boolean>;
+  api?: ApiDeps;
+}
+
+const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** The internal-auth endpoints of spec §4.1; in proxy mode each answers 404 (spec §7). */
+const INTERNAL_AUTH_PATHS = ['/api/auth/*', '/api/mssp/users/:id/password/reset'];
+
+export function createApp(deps: AppDeps): Hono {
+  const app = new Hono();
+  const proxies = trustedProxies(deps.trustedProxyCidrs);
+  app.use(requestId(proxies));
+  app.use(requestLog(deps.logger));
+  // Before every route, authentication and CSRF: no request body is ever held past the limit.
+  app.use(limitBody());
+  // A known path asked with a method it does not answer is 405 with Allow (RFC 9110 §15.5.6),
+  // before authentication: which routes exist is public (the OpenAPI document), so a wrong
+  // method is the answer whoever asks. Filled in once every route is registered.
+  let allowed: (pathname: string) => string[] = () => [];
+  app.use(async (c, next) => {
+    const allow = allowed(c.req.path);
+    if (allow.length > 0 && !allow.includes(c.req.method)) return methodNotAllowed(c, allow);
+    return next();
+  });
+  mountPublic(app, deps);
+  if (deps.api) mountApi(app, deps, deps.api, proxies);
+  allowed = allowedMethods(app, contract);
+  app.notFound((c) => problem(c, 404, 'not_found', 'Not Found'));
+  app.onError(answerError(deps.logger));
+  return app;
+}
+
+function requestLog(logger: Logger): MiddlewareHandler {
+  return async (c, next) => {
+    const started = performance.now();
+    await next();
+    logger.info(
+      {
+        method: c.req.method,
+        path: c.req.path,
+        status: c.res.status,
+        duration_ms: Math.round((performance.now() - started) * 10) / 10,
+        remote: peerAddress(c),
+      },
+      'request',
+    );
+  };
+}
+
+function methodNotAllowed(c: Context, allow: string[]) {
+  c.header('Allow', allow.join(', '));
+  return problem(c, 405, 'method_not_allowed', 'Method Not Allowed');
+}
+
+/** Health and the contract: public and identical in both modes. */
+function mountPublic(app: Hono, deps: AppDeps): void {
+  app.get('/healthz', async (c) => {
+    const ready = await deps.databaseReady();
+    return c.json(
+      { status: ready ? 'ok' : 'degraded', auth_mode: deps.authMode, database: { ready } },
+      ready ? 200 : 503,
+    );
+  });
+  const openapi = openApiDocument(contract, Problem, pkg.version);
+  app.get('/api/openapi.json', (c) => c.json(openapi));
+  app.get('/api/docs', (c) => c.html(referencePage(openapi)));
+}
+
+/**
+ * Spec §5.6, both modes, before anything else looks at the request. The service family
+ * accepts nothing a browser attaches by itself (only bearer tokens), so it is exempt.
+ */
+function csrf(origins: OriginPolicy, logger: Logger): MiddlewareHandler {
+  return async (c, next) => {
+    if (STATE_CHANGING.has(c.req.method) && !c.req.path.startsWith('/api/internal/')) {
+      const verdict = checkCsrf(origins, c.req.header('origin'), c.req.header('referer'));
+      if (!verdict.ok) {
+        logger.warn({ reason: verdict.reason, origin: c.req.header('origin') }, 'csrf rejected');
+        throw new ProblemError(403, 'csrf_rejected', 'Cross-site request refused', {
+          detail: verdict.reason,
+        });
+      }
+    }
+    await next();
+  };
+}
+
+function mountApi(
+  app: Hono,
+  deps: AppDeps,
+  api: ApiDeps,
+  proxies: ReturnType<typeof trustedProxies>,
+): void {
+  const { services } = api;
+  app.use(csrf(api.origins, deps.logger));
+  const auth = authRoutes({
+    service: services.sessions,
+    perIp: createRateLimiter(api.auth.loginRateLimitPerIp, () => api.now().getTime()),
+    perEmail: createRateLimiter(api.auth.loginRateLimitPerEmail, () => api.now().getTime()),
+    proxies,
+    now: api.now,
+  });
+  const internal = internalRoutes(services.adapter);
+  // The adapter's bootstrap exchange authenticates with its own credential, not a token.
+  app.route('/', internal.public);
+  if (deps.authMode === 'internal') app.route('/', auth.public);
+  else {
+    for (const path of INTERNAL_AUTH_PATHS) {
+      app.all(path, (c) => problem(c, 404, 'not_found', 'Not Found'));
+    }
+  }
+  const user = authenticate({
+    mode: deps.authMode,
+    auth: api.auth,
+    sessions: services.sessions,
+    proxies,
+    logger: deps.logger,
+    tokens: api.tokens,
+  });
+  // One connection and one transaction per authenticated request: the session check, the
+  // identity, the tenant context and the handler's queries (src/db/unit-of-work.ts).
+  const unit: MiddlewareHandler = (_c, next) => api.unitOfWork(() => next());
+  app.use('/api/auth/*', unit, user, requirePasswordCurrent());
+  app.use('/api/mssp/*', unit, user, requirePasswordCurrent(), requireFamily('mssp'));
+  app.use('/api/tenant/*', unit, user, requirePasswordCurrent(), requireFamily('tenant'));
+  app.use('/api/internal/*', authenticateService(api.tokens, deps.logger));
+  app.route('/', internal.authenticated);
+  app.route(
+    '/',
+    msspRoutes({
+      tenants: services.tenants,
+      audit: services.audit,
+      streams: api.streams,
+      edgePortBase: api.edgePortBase,
+    }),
+  );
+  app.route('/', userManagementRoutes(services.users));
+  app.route('/', triageRoutes(services.triage));
+  app.route('/', tenantRoutes({ ...services, streams: api.streams }));
+  if (deps.authMode === 'internal') {
+    app.route('/', auth.authenticated);
+    app.route('/', msspUserRoutes(services.users));
+  }
+}
+
+function answerError(logger: Logger) {
+  return (error: Error, c: Context) => {
+    if (error instanceof DatabaseUnavailableError) {
+      logger.warn({ err: error.cause }, 'database unavailable');
+      c.header('Retry-After', '1');
+      return problem(c, 503, error.code, error.message);
+    }
+    if (error instanceof ProblemError) {
+      for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
+      return problem(c, error.status, error.code, error.title, error.extra);
+    }
+    logger.error({ err: error }, 'unhandled error');
+    return problem(c, 500, 'internal', 'Internal Server Error');
+  };
+}

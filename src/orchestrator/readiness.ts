@@ -1,0 +1,137 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { readinessReport } from '../cluster/namespaces.ts';
+import type { TenantTx } from '../db/tenant-context.ts';
+import { writeAudit } from '../domains/audit/audit-repository.ts';
+import { heartbeatBeforeReady } from '../domains/provisioning/provisioning-repository.ts';
+import { tryTransition } from '../domains/tenants/tenant-lifecycle.ts';
+import type { Tenant } from '../domains/tenants/tenant-types.ts';
+import { ORCHESTRATOR_ACTOR, type OrchestratorDeps } from './context.ts';
+import { namespaceOf } from './render.ts';
+import { failProvisioning } from './rollback.ts';
+import { StepFailure } from './step-failure.ts';
+import { completedSteps, recordStep } from './steps.ts';
+
+export type Readiness = Awaited<ReturnType<typeof readinessReport>>;
+
+export function notReady(report: Readiness): string[] {
+  return [
+    ...report.workloads
+      .filter((w) => w.ready < w.desired)
+      .map((w) => `${w.kind}/${w.name} ${w.ready}/${w.desired}`),
+    ...report.pvcs.filter((v) => v.phase !== 'Bound').map((v) => `pvc/${v.pvc} ${v.phase}`),
+  ];
+}
+
+const seconds = (ms: number) => Math.round(ms / 1000);
+
+/**
+ * Waits until every workload of the package is Ready (spec §9.4 item 8) with the deadline
+ * counted from the moment the tenant entered `provisioning`, so a restarted orchestrator keeps
+ * the original deadline. Polling our own report rather than `helm --wait` keeps the wait
+ * resumable and the progress visible.
+ */
+export async function awaitReadiness(
+  deps: OrchestratorDeps,
+  tenant: Tenant,
+  signal: AbortSignal,
+): Promise<void> {
+  const done = await deps.db.withTenant(tenant.id, (tx) => completedSteps(tx, tenant.id));
+  const deadline = tenant.state_changed_at.getTime() + deps.timing.readinessTimeoutMs;
+  if (done.has('package_ready')) return awaitHeartbeat(deps, tenant, deadline);
+  const namespace = namespaceOf(tenant.slug);
+  let lastPending: string[] = [];
+  for (;;) {
+    let report: Readiness | undefined;
+    try {
+      report = await readinessReport(deps.kubeConfig, namespace);
+      lastPending = notReady(report);
+    } catch (error) {
+      deps.logger.warn({ err: error, tenant_id: tenant.id }, 'readiness read failed; retrying');
+    }
+    if (report && report.workloads.length > 0 && lastPending.length === 0) {
+      await markReady(deps, tenant, report);
+      return;
+    }
+    if (deps.now().getTime() >= deadline) {
+      const failure = new StepFailure(
+        'package_ready',
+        'readiness_timeout',
+        `package not Ready within ${seconds(deps.timing.readinessTimeoutMs)} s`,
+        { not_ready: lastPending.slice(0, 50) },
+      );
+      await failProvisioning(deps, tenant, failure);
+      return;
+    }
+    await sleep(deps.timing.readinessPollMs, undefined, { signal });
+  }
+}
+
+/** The package is Ready; activation needs the adapter's heartbeat too. */
+async function awaitHeartbeat(
+  deps: OrchestratorDeps,
+  tenant: Tenant,
+  deadline: number,
+): Promise<void> {
+  // A heartbeat that found the tenant locked (this orchestrator recording readiness) was
+  // noted instead of activating: complete it here.
+  const activated = await deps.db.withTenant(tenant.id, (tx) =>
+    activateFromNotedHeartbeat(tx, tenant),
+  );
+  if (activated) return;
+  // §3.1 row 3 needs the heartbeat within the same timeout: a package that is Ready but
+  // whose adapter never reports is not a working tenant.
+  if (deps.now().getTime() < deadline) return;
+  const failure = new StepFailure(
+    'package_ready',
+    'adapter_silent',
+    `package Ready but no adapter heartbeat within ${seconds(deps.timing.readinessTimeoutMs)} s`,
+  );
+  await failProvisioning(deps, tenant, failure);
+}
+
+/**
+ * Records readiness; if the adapter has already been heard from while provisioning, its
+ * heartbeat completes the activation now (spec §3.1 row 3 needs both).
+ */
+async function markReady(deps: OrchestratorDeps, tenant: Tenant, report: Readiness): Promise<void> {
+  await deps.db.withTenant(tenant.id, async (tx) => {
+    await recordStep(tx, tenant.id, 'package_ready', ORCHESTRATOR_ACTOR, {
+      workloads: report.workloads.length,
+      volumes: report.pvcs.length,
+    });
+    await activateFromNotedHeartbeat(tx, tenant);
+  });
+}
+
+/**
+ * Spec §3.1 row 3 with the heartbeat first: the adapter was heard from during this
+ * provisioning attempt (`heartbeat_before_ready`), so recording readiness activates the tenant.
+ * The caller holds the tenant's lock and has recorded `package_ready`.
+ */
+async function activateFromNotedHeartbeat(tx: TenantTx, tenant: Tenant): Promise<boolean> {
+  const beat = await heartbeatBeforeReady(tx, tenant.id, tenant.state_changed_at);
+  if (!beat) return false;
+  const moved = await tryTransition(tx, {
+    tenantId: tenant.id,
+    trigger: 'adapter_heartbeat',
+    actor: 'adapter',
+    details: {
+      adapter_version: beat.details.adapter_version,
+      heartbeat_at: beat.occurred_at.toISOString(),
+      completed_by: 'package_ready',
+    },
+  });
+  if (!moved) return false;
+  await writeAudit(tx, {
+    tenantId: tenant.id,
+    actorPrincipal: 'System',
+    actorId: ORCHESTRATOR_ACTOR,
+    action: 'tenant.activate',
+    resourceType: 'tenant',
+    resourceId: tenant.id,
+    before: { state: 'provisioning' },
+    after: { state: 'active' },
+    details: { adapter_version: beat.details.adapter_version },
+  });
+  return true;
+}

@@ -45,25 +45,16 @@ import {
 import pg from 'pg';
 import { createSvcClient } from '../contracts/index.ts';
 import type { TenantConfig } from '../contracts/tenant-config.ts';
+import { composeCore } from '../src/app/compose.ts';
 import { createHelmRunner, type HelmRunner } from '../src/cluster/helm.ts';
 import { createNamespaceStore, type NamespaceStore } from '../src/cluster/namespaces.ts';
 import { createSecretStore, type SecretStore } from '../src/cluster/secrets.ts';
-import { type AppDatabase, createAppDatabase } from '../src/db/pools.ts';
+import { loadConfig } from '../src/config/index.ts';
+import type { AppDatabase } from '../src/db/pools.ts';
 import { type ScratchDatabase, startScratchDatabase } from '../src/db/scratch.ts';
-import { createSystemGate } from '../src/db/system-gate.ts';
 import { clientConfig } from '../src/db/target.ts';
-import { issueBootstrapCredential } from '../src/domains/adapter/adapter-service.ts';
 import { createLogger } from '../src/log/index.ts';
-import { BUNDLED_CHARTS_DIR, loadChartCatalog } from '../src/orchestrator/catalog.ts';
-import {
-  DEFAULT_EDGE_PORT_BASE,
-  DEFAULT_TIMING,
-  type OrchestratorDeps,
-} from '../src/orchestrator/context.ts';
-import { ensureInstall } from '../src/orchestrator/install.ts';
-import { createOrchestrator } from '../src/orchestrator/orchestrator.ts';
-import { SYSTEM_VERSION } from '../src/orchestrator/runtime.ts';
-import { createTenantLocks } from '../src/orchestrator/tenant-locks.ts';
+import { DEFAULT_TIMING } from '../src/orchestrator/context.ts';
 import { seedUser, startTestApi } from '../test/support/api.ts';
 import type { TestDatabase } from '../test/support/database.ts';
 import { startVolumeProvisioner, testStorageClass } from '../test/support/volumes.ts';
@@ -650,14 +641,13 @@ async function benchmark(o: Options, cleanups: Cleanup[], signal: AbortSignal): 
   const scratch: ScratchDatabase = await startScratchDatabase();
   defer('database', () => scratch.stop());
   const { target } = scratch;
-  const install = await ensureInstall(target, {
-    msspId: randomUUID(),
-    msspName: 'Bench MSSP',
-    installId: randomUUID(),
-    installLabel: 'bench',
+  const base = await composeCore({
+    config: loadConfig({}),
+    logger: createLogger('silent'),
+    target,
+    poolSize: POOL_SIZE,
   });
-  const base = createAppDatabase(target, POOL_SIZE);
-  const db = timedDatabase(base, timeline);
+  const db = timedDatabase(base.db, timeline);
   const mssp = new pg.Pool({ ...clientConfig(target, 'mssp'), max: 2 });
   mssp.on('error', () => undefined);
   const database: TestDatabase = {
@@ -672,65 +662,43 @@ async function benchmark(o: Options, cleanups: Cleanup[], signal: AbortSignal): 
     superuser: { ...scratch.superuser, database: target.database },
     drop: async () => undefined,
   };
-  defer('pools', () =>
-    Promise.all([base.close(), ...Object.values(database.pools).map((p) => p.end())]),
-  );
+  defer('pools', async () => {
+    await base.close();
+    await Promise.all(Object.values(database.pools).map((p) => p.end()));
+  });
 
-  const catalog = await loadChartCatalog(BUNDLED_CHARTS_DIR);
   const secrets = timedSecrets(createSecretStore(plainKube, installNamespace), timeline);
-  const timing = {
-    ...DEFAULT_TIMING,
-    readinessPollMs: o.readinessPollMs,
-    readinessTimeoutMs: o.timeoutMs,
-  };
-  let kick = () => {};
   const api = await startTestApi(database, {
-    secrets,
-    tenancy: {
-      kick: () => kick(),
-      systemVersion: SYSTEM_VERSION,
-      edgePortBase: DEFAULT_EDGE_PORT_BASE,
-      decommissionGraceMs: timing.decommissionGraceMs,
-      catalog,
+    env: {
+      SVC_INSTALL_NAMESPACE: installNamespace,
+      SVC_SERVICE_ACCOUNT: 'svc',
+      SVC_ADAPTER_IMAGE: 'registry.test/svc-adapter:0.1.0',
+      SVC_TENANT_STORAGE_CLASS: testStorageClass,
+      SVC_MSSP_ID: randomUUID(),
+      SVC_MSSP_NAME: 'Bench MSSP',
+      SVC_INSTALL_ID: randomUUID(),
+      SVC_INSTALL_LABEL: 'bench',
+      SVC_ORCHESTRATOR_CONCURRENCY: String(o.concurrency),
+      SVC_LOG_LEVEL: process.env.BENCH_LOG ?? 'silent',
+    },
+    orchestration: {
+      kubeConfig,
+      secrets,
+      kubeconfigPath,
+      timing: { readinessPollMs: o.readinessPollMs, readinessTimeoutMs: o.timeoutMs },
+      run: true,
+      // The cluster calls are timed; the orchestrator's own work is what remains.
+      instrument: (deps) => ({
+        ...deps,
+        namespaces: timedNamespaces(createNamespaceStore(plainKube), timeline),
+        helm: timedHelm(
+          createHelmRunner({ binary: join(binDir, 'helm'), kubeconfigPath }),
+          timeline,
+        ),
+      }),
     },
   });
   defer('api', () => api.close());
-  const system = createSystemGate(target);
-  defer('system gate', () => system.close());
-  const deps: OrchestratorDeps = {
-    db,
-    system,
-    secrets,
-    namespaces: timedNamespaces(createNamespaceStore(plainKube), timeline),
-    helm: timedHelm(createHelmRunner({ binary: join(binDir, 'helm'), kubeconfigPath }), timeline),
-    kubeConfig,
-    catalog,
-    tokens: api.tokens,
-    issueBootstrapCredential,
-    install: {
-      msspId: install.msspId,
-      installId: install.installId,
-      namespace: installNamespace,
-      serviceAccount: 'svc',
-    },
-    settings: {
-      adapterImage: { repository: 'registry.test/svc-adapter', tag: '0.1.0', digest: '' },
-      apiUrl: `http://svc-api.${installNamespace}.svc:8080`,
-      storageClassName: testStorageClass,
-      defaultLlm: { provider: '', baseUrl: '', model: '' },
-    },
-    systemVersion: SYSTEM_VERSION,
-    edgePortBase: DEFAULT_EDGE_PORT_BASE,
-    timing,
-    logger: createLogger(process.env.BENCH_LOG ?? 'silent'),
-    now: () => new Date(),
-  };
-  const locks = createTenantLocks(target, o.concurrency + 2);
-  defer('locks', () => locks.close());
-  const orchestrator = createOrchestrator({ ...deps, locks, concurrency: o.concurrency });
-  defer('orchestrator', () => orchestrator.stop());
-  kick = () => orchestrator.kick();
-  orchestrator.start();
 
   const email = `bench-${randomBytes(4).toString('hex')}@mssp.test`;
   await seedUser(database, api.hasher, { email, role: 'mssp_admin', password: PASSWORD });
@@ -823,7 +791,7 @@ async function benchmark(o: Options, cleanups: Cleanup[], signal: AbortSignal): 
     await Promise.allSettled(adapters.values());
   }
   await Promise.all(adapters.values());
-  await orchestrator.stop();
+  await api.tenancy?.stop();
 
   const { rows: events } = await mssp.query<LifecycleRow>(
     `SELECT tenant_id, kind, step, to_state,

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Hono } from 'hono';
 import { createOriginPolicy, type OriginPolicy } from '../auth/csrf.ts';
 import { createPasswordHasher, type HashParams, type PasswordHasher } from '../auth/passwords.ts';
@@ -9,6 +10,7 @@ import { type AppDatabase, createAppDatabase } from '../db/pools.ts';
 import { type DatabaseRuntime, openDatabase } from '../db/runtime.ts';
 import { createSystemGate, type SystemGate } from '../db/system-gate.ts';
 import { clientConfig, type DatabaseTarget } from '../db/target.ts';
+import { afterCommit } from '../db/unit-of-work.ts';
 import {
   createAdapterService,
   issueBootstrapCredential,
@@ -27,8 +29,13 @@ import { createTriageService } from '../domains/triage/triage-service.ts';
 import { createUserService } from '../domains/users/user-service.ts';
 import { type ApiServices, createApp } from '../http/server/app.ts';
 import type { Logger } from '../log/index.ts';
-import type { TenancyDeps } from '../orchestrator/context.ts';
-import { startTenancy, type TenancyRuntime } from '../orchestrator/runtime.ts';
+import { BUNDLED_CHARTS_DIR, loadChartCatalog } from '../orchestrator/catalog.ts';
+import type { OrchestratorDeps, OrchestratorTiming, TenancyDeps } from '../orchestrator/context.ts';
+import { ensureInstall } from '../orchestrator/install.ts';
+import { createOrchestrator } from '../orchestrator/orchestrator.ts';
+import { orchestratorDeps, SYSTEM_VERSION, type TenancyRuntime } from '../orchestrator/runtime.ts';
+import { createTenantLocks } from '../orchestrator/tenant-locks.ts';
+import { valuesPreview } from '../orchestrator/values-preview.ts';
 import {
   createTokenService,
   loadOrCreateSigningKey,
@@ -197,27 +204,65 @@ export async function composeApi(core: Core, input: ApiInput = {}): Promise<Api>
   };
 }
 
-/** The cluster side: install-namespace Secrets and the orchestrator, when svc has a cluster. */
+export interface OrchestrationInput {
+  kubeConfig: KubeConfig;
+  /** Install-namespace Secrets; shared with tenant creation. */
+  secrets: SecretStore;
+  /** The identity helm acts as; default helm's own (in-cluster or $KUBECONFIG). */
+  kubeconfigPath?: string | undefined;
+  /** Timings the configuration does not expose (tests shorten them all). */
+  timing?: Partial<OrchestratorTiming> | undefined;
+  /** Start the loop (false: the caller drives runOnce, as tests do); default the configuration. */
+  run?: boolean | undefined;
+  /** Wraps the assembled dependencies (the provisioning benchmark times the cluster calls). */
+  instrument?: ((deps: OrchestratorDeps) => OrchestratorDeps) | undefined;
+}
+
+/**
+ * The orchestrator over the core: the install record, the chart catalog, its dependencies,
+ * the per-tenant locks and the loop, plus what the tenant service needs from it.
+ */
+export async function composeOrchestration(
+  core: Core,
+  input: OrchestrationInput,
+): Promise<TenancyRuntime> {
+  const { config } = core;
+  const o = config.orchestrator;
+  const install = await ensureInstall(core.target, config.install);
+  const catalog = await loadChartCatalog(o.chartsDir ?? BUNDLED_CHARTS_DIR);
+  const assembled = orchestratorDeps({ ...core, ...input, install, catalog });
+  const deps = input.instrument ? input.instrument(assembled) : assembled;
+  const locks = createTenantLocks(core.target, o.concurrency + 2);
+  const orchestrator = createOrchestrator({ ...deps, locks, concurrency: o.concurrency });
+  if (input.run ?? o.enabled) orchestrator.start();
+  return {
+    orchestrator,
+    deps,
+    api: {
+      // A request's writes commit when it ends (one unit of work): wake the orchestrator after.
+      kick: () => afterCommit(() => orchestrator.kick()),
+      systemVersion: SYSTEM_VERSION,
+      edgePortBase: o.edgePortBase,
+      decommissionGraceMs: deps.timing.decommissionGraceMs,
+      catalog,
+      previewValues: valuesPreview(deps),
+    },
+    async stop() {
+      await orchestrator.stop();
+      await locks.close();
+    },
+  };
+}
+
+/** The cluster side when svc has a cluster (in-cluster or KUBECONFIG): Secrets and orchestrator. */
 export async function composeTenancy(
   core: Core,
-  input: { run?: boolean; kubeconfigPath?: string } = {},
+  input: { run?: boolean } = {},
 ): Promise<{ secrets: SecretStore; tenancy: TenancyRuntime } | undefined> {
   const kubeConfig = loadKubeConfig();
   if (!kubeConfig) return undefined;
   const secrets = createSecretStore(kubeConfig, core.config.installNamespace);
-  const tenancy = await startTenancy({
-    config: core.config,
-    target: core.target,
-    db: core.db,
-    system: core.system,
-    tokens: core.tokens,
-    kubeConfig,
-    secrets,
-    logger: core.logger,
-    now: core.now,
-    ...(input.kubeconfigPath ? { kubeconfigPath: input.kubeconfigPath } : {}),
-    ...(input.run !== undefined ? { run: input.run } : {}),
-  });
+  const tenancy = await composeOrchestration(core, { kubeConfig, secrets, run: input.run });
   return { secrets, tenancy };
 }
 

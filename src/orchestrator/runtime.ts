@@ -6,22 +6,18 @@ import type { SecretStore } from '../cluster/secrets.ts';
 import type { Config } from '../config/index.ts';
 import type { AppDatabase } from '../db/pools.ts';
 import type { SystemGate } from '../db/system-gate.ts';
-import type { DatabaseTarget } from '../db/target.ts';
-import { afterCommit } from '../db/unit-of-work.ts';
 import { issueBootstrapCredential } from '../domains/adapter/adapter-service.ts';
 import type { Logger } from '../log/index.ts';
 import type { TokenService } from '../tokens/index.ts';
-import { BUNDLED_CHARTS_DIR, type ChartCatalog, loadChartCatalog } from './catalog.ts';
+import type { ChartCatalog } from './catalog.ts';
 import {
   DEFAULT_TIMING,
   type OrchestratorDeps,
   type OrchestratorTiming,
   type TenancyDeps,
 } from './context.ts';
-import { ensureInstall, type InstallRecord } from './install.ts';
-import { createOrchestrator, type Orchestrator } from './orchestrator.ts';
-import { createTenantLocks } from './tenant-locks.ts';
-import { valuesPreview } from './values-preview.ts';
+import type { InstallRecord } from './install.ts';
+import type { Orchestrator } from './orchestrator.ts';
 
 /** svc's own version: the `system_version` side of the compatibility matrix (spec §2.10). */
 export const SYSTEM_VERSION: string = JSON.parse(
@@ -99,39 +95,4 @@ export interface TenancyRuntime {
   api: TenancyDeps;
   deps: OrchestratorDeps;
   stop(): Promise<void>;
-}
-
-/** Wires the orchestrator from configuration; `svc serve` and `svc orchestrator` share it. */
-export async function startTenancy(
-  input: Omit<OrchestratorParts, 'install' | 'catalog' | 'timing'> & {
-    config: Config;
-    target: DatabaseTarget;
-    /** Start the loop (false: the caller drives runOnce, as tests do). */
-    run?: boolean;
-  },
-): Promise<TenancyRuntime> {
-  const o = input.config.orchestrator;
-  const install = await ensureInstall(input.target, input.config.install);
-  const catalog = await loadChartCatalog(o.chartsDir ?? BUNDLED_CHARTS_DIR);
-  const deps = orchestratorDeps({ ...input, install, catalog });
-  const locks = createTenantLocks(input.target, o.concurrency + 2);
-  const orchestrator = createOrchestrator({ ...deps, locks, concurrency: o.concurrency });
-  if (input.run ?? o.enabled) orchestrator.start();
-  return {
-    orchestrator,
-    deps,
-    api: {
-      // A request's writes commit when it ends (one unit of work): wake the orchestrator after.
-      kick: () => afterCommit(() => orchestrator.kick()),
-      systemVersion: SYSTEM_VERSION,
-      edgePortBase: o.edgePortBase,
-      decommissionGraceMs: o.decommissionGraceMs,
-      catalog,
-      previewValues: valuesPreview(deps),
-    },
-    async stop() {
-      await orchestrator.stop();
-      await locks.close();
-    },
-  };
 }

@@ -8,21 +8,13 @@ import { AppsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
 import type { TenantConfig } from '../../contracts/tenant-config.ts';
 import { createSecretStore } from '../../src/cluster/secrets.ts';
-import { loadConfig } from '../../src/config/index.ts';
-import { createSystemGate } from '../../src/db/system-gate.ts';
-import { createLogger } from '../../src/log/index.ts';
-import { BUNDLED_CHARTS_DIR, loadChartCatalog } from '../../src/orchestrator/catalog.ts';
+import { BUNDLED_CHARTS_DIR } from '../../src/orchestrator/catalog.ts';
 import {
-  DEFAULT_EDGE_PORT_BASE,
   DEFAULT_TIMING,
   type OrchestratorDeps,
   type OrchestratorTiming,
 } from '../../src/orchestrator/context.ts';
-import { ensureInstall } from '../../src/orchestrator/install.ts';
-import { createOrchestrator, type Orchestrator } from '../../src/orchestrator/orchestrator.ts';
-import { orchestratorDeps, SYSTEM_VERSION } from '../../src/orchestrator/runtime.ts';
-import { createTenantLocks } from '../../src/orchestrator/tenant-locks.ts';
-import { valuesPreview } from '../../src/orchestrator/values-preview.ts';
+import type { Orchestrator } from '../../src/orchestrator/orchestrator.ts';
 import { createTestNamespace } from '../../testcluster/harness.ts';
 import { seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { getTestCluster, type TestCluster } from '../support/cluster.ts';
@@ -113,53 +105,35 @@ export async function startOrchestration(
   }
   const kubeconfigPath = options.kubeconfigPath ?? cluster.kubeconfigPath;
   const db = await createTestDatabase();
-  const install = await ensureInstall(db.target, {
-    msspId: options.install?.msspId ?? randomUUID(),
-    msspName: 'Test MSSP',
-    installId: options.install?.installId ?? randomUUID(),
-    installLabel: 'test',
-  });
-  const catalog = await loadChartCatalog(options.chartsDir ?? BUNDLED_CHARTS_DIR);
-  const timing = { ...FAST, ...options.timing };
-  let orchestrator: Orchestrator | undefined;
   const secrets = createSecretStore(kubeConfig, installNamespace);
+  // The configuration of a test install: the test's namespace, identity and storage class.
   const api = await startTestApi(db, {
-    secrets,
-    tenancy: {
-      kick: () => orchestrator?.kick(),
-      systemVersion: SYSTEM_VERSION,
-      edgePortBase: DEFAULT_EDGE_PORT_BASE,
-      decommissionGraceMs: timing.decommissionGraceMs,
-      catalog,
-      previewValues: (input) => valuesPreview(deps)(input),
+    env: {
+      SVC_INSTALL_NAMESPACE: installNamespace,
+      SVC_SERVICE_ACCOUNT: options.serviceAccount ?? 'svc',
+      SVC_ADAPTER_IMAGE: 'registry.test/svc-adapter:0.1.0',
+      SVC_TENANT_STORAGE_CLASS: testStorageClass,
+      SVC_MSSP_ID: options.install?.msspId ?? randomUUID(),
+      SVC_MSSP_NAME: 'Test MSSP',
+      SVC_INSTALL_ID: options.install?.installId ?? randomUUID(),
+      SVC_INSTALL_LABEL: 'test',
+      SVC_ORCHESTRATOR_CONCURRENCY: '10',
+      ...(options.chartsDir ? { SVC_CHARTS_DIR: options.chartsDir } : {}),
+      ...(options.installVersion ? { SVC_TENANT_CHART_VERSION: options.installVersion } : {}),
+      ...(process.env.SVC_TEST_LOG === '1' ? { SVC_LOG_LEVEL: 'debug' } : {}),
+    },
+    orchestration: {
+      kubeConfig,
+      secrets,
+      kubeconfigPath,
+      timing: { ...FAST, ...options.timing },
+      run: options.run ?? true,
     },
   });
-  const system = createSystemGate(db.target);
-  // The configuration of a test install: the test's namespace, identity and storage class.
-  const config = loadConfig({
-    SVC_INSTALL_NAMESPACE: installNamespace,
-    SVC_SERVICE_ACCOUNT: options.serviceAccount ?? 'svc',
-    SVC_ADAPTER_IMAGE: 'registry.test/svc-adapter:0.1.0',
-    SVC_TENANT_STORAGE_CLASS: testStorageClass,
-    ...(options.installVersion ? { SVC_TENANT_CHART_VERSION: options.installVersion } : {}),
-  });
-  const deps = orchestratorDeps({
-    config,
-    install,
-    catalog,
-    db: db.app,
-    system,
-    tokens: api.tokens,
-    kubeConfig,
-    secrets,
-    logger: createLogger(process.env.SVC_TEST_LOG === '1' ? 'debug' : 'silent'),
-    now: () => new Date(),
-    kubeconfigPath,
-    timing,
-  });
-  const locks = createTenantLocks(db.target, 12);
-  orchestrator = createOrchestrator({ ...deps, locks, concurrency: 10 });
-  if (options.run ?? true) orchestrator.start();
+  const tenancy = api.tenancy;
+  if (!tenancy) throw new Error('startTestApi built no orchestration');
+  const { orchestrator, deps } = tenancy;
+  const installId = deps.install.installId;
   const email = `ops-${randomBytes(4).toString('hex')}@mssp.test`;
   await seedUser(db, api.hasher, { email, role: 'mssp_admin', password: PASSWORD });
   const admin = createSvcClient({ baseUrl: api.url, headers: { origin: api.origin } });
@@ -176,17 +150,14 @@ export async function startOrchestration(
     core,
     apps: cluster.kubeConfig.makeApiClient(AppsV1Api),
     async close() {
-      await orchestrator?.stop();
       // Every tenant namespace this install made (the cluster is shared by the whole run).
-      const mine = await core.listNamespace({ labelSelector: `install-id=${install.installId}` });
+      const mine = await core.listNamespace({ labelSelector: `install-id=${installId}` });
       await Promise.all(
         mine.items.map((ns) =>
           core.deleteNamespace({ name: ns.metadata?.name ?? '' }).catch(() => undefined),
         ),
       );
-      await locks.close();
       await api.close();
-      await system.close();
       await db.drop();
       await core.deleteNamespace({ name: installNamespace }).catch(() => undefined);
     },

@@ -4,7 +4,12 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { serve } from '@hono/node-server';
 import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
-import { composeApi, composeCore } from '../../src/app/compose.ts';
+import {
+  composeApi,
+  composeCore,
+  composeOrchestration,
+  type OrchestrationInput,
+} from '../../src/app/compose.ts';
 import { createOriginPolicy, type OriginPolicy } from '../../src/auth/csrf.ts';
 import type { Role } from '../../src/auth/identity.ts';
 import type { HashParams, PasswordHasher } from '../../src/auth/passwords.ts';
@@ -17,6 +22,7 @@ import { setPassword } from '../../src/domains/users/user-repository.ts';
 import { createLogger } from '../../src/log/index.ts';
 import type { OutboundPolicy } from '../../src/net/outbound-url.ts';
 import type { TenancyDeps } from '../../src/orchestrator/context.ts';
+import type { TenancyRuntime } from '../../src/orchestrator/runtime.ts';
 import type { TokenService } from '../../src/tokens/index.ts';
 import type { TestDatabase } from './database.ts';
 
@@ -31,9 +37,20 @@ export function testClock(start = Date.now()) {
   };
 }
 
+function wallClock(): ReturnType<typeof testClock> {
+  return {
+    now: () => new Date(),
+    advance: () => {
+      throw new Error('this test API runs on the wall clock (it has an orchestrator)');
+    },
+  };
+}
+
 export interface TestApi {
   url: string;
   events: EventHub;
+  /** The orchestrator of `options.orchestration`. */
+  tenancy: TenancyRuntime | undefined;
   /** The app's one credential watch (its re-check passes). */
   watch: CredentialWatch;
   tokens: TokenService;
@@ -53,8 +70,12 @@ export interface TestApiOptions {
   hash?: { concurrency?: number; queue?: number; params?: HashParams };
   /** Secrets in an install namespace of the test cluster, for tenant creation. */
   secrets?: SecretStore;
-  /** The orchestrator's side of the tenant endpoints (test/provisioning/support.ts). */
+  /** The orchestrator's side of the tenant endpoints, when a test stands in for it. */
   tenancy?: TenancyDeps;
+  /** A real orchestrator over the same core (test/provisioning/support.ts). */
+  orchestration?: OrchestrationInput;
+  /** Environment the configuration is read from (install namespace, ids, chart version…). */
+  env?: Record<string, string>;
   /** Internal targets tenant URLs may name (SVC_OUTBOUND_ALLOW_*). */
   outbound?: OutboundPolicy;
 }
@@ -87,9 +108,10 @@ export async function startTestApi(
   database: TestDatabase,
   options: TestApiOptions = {},
 ): Promise<TestApi> {
-  const clock = testClock();
+  // A real orchestrator waits out real intervals: it runs on the wall clock.
+  const clock = options.orchestration ? wallClock() : testClock();
   const keyDir = await mkdtemp(path.join(tmpdir(), 'svc-key-'));
-  const defaults = loadConfig({});
+  const defaults = loadConfig(options.env ?? {});
   const config: Config = {
     ...defaults,
     dataDir: keyDir,
@@ -112,6 +134,9 @@ export async function startTestApi(
     now: clock.now,
     ...(options.hash?.params ? { hashParams: options.hash.params } : {}),
   });
+  const orchestration = options.orchestration
+    ? await composeOrchestration(core, options.orchestration)
+    : undefined;
   const api = await composeApi(core, {
     origins:
       options.origins ??
@@ -120,8 +145,8 @@ export async function startTestApi(
         customerHostname: undefined,
         allowLoopback: true,
       }),
-    secrets: options.secrets,
-    tenancy: options.tenancy,
+    secrets: options.orchestration?.secrets ?? options.secrets,
+    tenancy: orchestration?.api ?? options.tenancy,
     heartbeatMs: 1000,
   });
   const server = serve({ fetch: api.app.fetch, hostname: '127.0.0.1', port: 0 });
@@ -137,7 +162,9 @@ export async function startTestApi(
     hasher: core.hasher,
     clock,
     transactions: count,
+    tenancy: orchestration,
     close: async () => {
+      await orchestration?.stop();
       await new Promise((resolve) => server.close(resolve));
       await api.close();
       await core.close();

@@ -3,6 +3,7 @@ import { after, before, test } from 'node:test';
 import { checkCsrf, createOriginPolicy } from '../../src/auth/csrf.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 
 const policy = createOriginPolicy({
   msspHostname: 'mssp.example.com',
@@ -52,7 +53,7 @@ let db: TestDatabase;
 let api: TestApi;
 before(async () => {
   db = await createTestDatabase();
-  api = await startTestApi(db, { origins: policy });
+  api = await startTestApi(db, { origins: policy, hash: { params: TEST_HASH_PARAMS } });
 });
 after(async () => {
   await api.close();

@@ -5,6 +5,7 @@ import { SESSION_ABSOLUTE_MS } from '../../src/domains/sessions/session-reposito
 import { client, seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
+import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 
 let db: TestDatabase;
 let api: TestApi;
@@ -14,7 +15,7 @@ const PASSWORD = 'correct horse battery';
 
 before(async () => {
   db = await createTestDatabase();
-  api = await startTestApi(db);
+  api = await startTestApi(db, { hash: { params: TEST_HASH_PARAMS } });
   tenant = await createTenant(db.pools.app, 'acme');
   otherTenant = await createTenant(db.pools.app, 'globex');
 });

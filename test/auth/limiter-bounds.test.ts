@@ -6,6 +6,7 @@ import { HASHES_PER_ADDRESS } from '../../src/http/auth/routes.ts';
 import { addressBlock } from '../../src/http/client-address.ts';
 import { client, seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 
 let db: TestDatabase;
 const PASSWORD = 'correct horse battery';
@@ -115,6 +116,7 @@ test('issue 10 item 4: a fair share is held only while its work runs', () => {
 test('issue 10 item 4: attempts the per-IP limit refused do not count against the email', async () => {
   const api = await startTestApi(db, {
     ...VIA_PROXY,
+    hash: { params: TEST_HASH_PARAMS },
     auth: { loginRateLimitPerIp: 3, loginRateLimitPerEmail: 5 },
   });
   try {
@@ -139,6 +141,7 @@ test('issue 10 item 4: attempts the per-IP limit refused do not count against th
 test('issue 10 item 4: the per-IP limit counts an IPv6 /64 as one client', async () => {
   const api = await startTestApi(db, {
     ...VIA_PROXY,
+    hash: { params: TEST_HASH_PARAMS },
     auth: { loginRateLimitPerIp: 3, loginRateLimitPerEmail: 1000 },
   });
   try {

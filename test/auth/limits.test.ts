@@ -8,6 +8,7 @@ import {
 } from '../../src/auth/passwords.ts';
 import { client, seedUser, startTestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 
 let db: TestDatabase;
 const PASSWORD = 'correct horse battery';
@@ -19,6 +20,7 @@ after(() => db.drop());
 
 test('§5.5 login is rate-limited per email, before any database lookup, with Retry-After', async () => {
   const api = await startTestApi(db, {
+    hash: { params: TEST_HASH_PARAMS },
     auth: { loginRateLimitPerEmail: 3, loginRateLimitPerIp: 1000 },
   });
   try {
@@ -52,6 +54,7 @@ test('§5.5 login is rate-limited per email, before any database lookup, with Re
 
 test('§5.5 login is rate-limited per IP independently of the email', async () => {
   const api = await startTestApi(db, {
+    hash: { params: TEST_HASH_PARAMS },
     auth: { loginRateLimitPerEmail: 1000, loginRateLimitPerIp: 4 },
   });
   try {
@@ -219,7 +222,7 @@ test('§5.4 an unknown email costs a full hash: response times do not reveal acc
 });
 
 test('§4.1 malformed login bodies get stable problem codes and write nothing', async () => {
-  const api = await startTestApi(db);
+  const api = await startTestApi(db, { hash: { params: TEST_HASH_PARAMS } });
   try {
     const before = (await db.pools.mssp.query('SELECT count(*)::int AS n FROM audit_log')).rows[0];
     const raw = (body: string, type = 'application/json') =>

@@ -7,6 +7,7 @@ import {
 import { client, seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
+import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 
 let db: TestDatabase;
 let api: TestApi;
@@ -17,6 +18,7 @@ const MINUTE = 60_000;
 before(async () => {
   db = await createTestDatabase();
   api = await startTestApi(db, {
+    hash: { params: TEST_HASH_PARAMS },
     auth: { loginRateLimitPerEmail: 1000, loginRateLimitPerIp: 1000 },
   });
   tenant = await createTenant(db.pools.app);

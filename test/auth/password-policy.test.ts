@@ -3,6 +3,7 @@ import { after, before, test } from 'node:test';
 import { passwordWeakness } from '../../src/auth/password-policy.ts';
 import { client, seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 
 let db: TestDatabase;
 let api: TestApi;
@@ -11,7 +12,7 @@ const PASSWORD = 'correct horse battery';
 
 before(async () => {
   db = await createTestDatabase();
-  api = await startTestApi(db);
+  api = await startTestApi(db, { hash: { params: TEST_HASH_PARAMS } });
   userId = await seedUser(db, api.hasher, {
     email: 'an@mssp.test',
     role: 'analyst',

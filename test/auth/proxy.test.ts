@@ -3,6 +3,7 @@ import { after, before, test } from 'node:test';
 import { client, seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
+import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 
 let db: TestDatabase;
 let trusted: TestApi;
@@ -12,8 +13,16 @@ let tenant: string;
 before(async () => {
   db = await createTestDatabase();
   // The test client connects from 127.0.0.1: inside the CIDRs for one server, outside for the other.
-  trusted = await startTestApi(db, { mode: 'proxy', trustedProxyCidrs: ['127.0.0.0/8'] });
-  untrusted = await startTestApi(db, { mode: 'proxy', trustedProxyCidrs: ['10.0.0.0/8'] });
+  trusted = await startTestApi(db, {
+    mode: 'proxy',
+    trustedProxyCidrs: ['127.0.0.0/8'],
+    hash: { params: TEST_HASH_PARAMS },
+  });
+  untrusted = await startTestApi(db, {
+    mode: 'proxy',
+    trustedProxyCidrs: ['10.0.0.0/8'],
+    hash: { params: TEST_HASH_PARAMS },
+  });
   tenant = await createTenant(db.pools.app);
   await seedUser(db, trusted.hasher, { email: 'ana@mssp.test', role: 'analyst' });
   await seedUser(db, trusted.hasher, {

@@ -3,6 +3,7 @@ import { after, before, test } from 'node:test';
 import { client, seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
+import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 
 /**
  * Issue 10 item 7: whoever can read `sessions` must not be able to replay a session. The
@@ -17,7 +18,7 @@ let tenant: string;
 
 before(async () => {
   db = await createTestDatabase();
-  api = await startTestApi(db);
+  api = await startTestApi(db, { hash: { params: TEST_HASH_PARAMS } });
   tenant = await createTenant(db.pools.app);
 });
 after(async () => {

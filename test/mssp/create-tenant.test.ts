@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
+import type { SvcClient } from '../../contracts/index.ts';
 import { createSecretStore, type SecretStore } from '../../src/cluster/secrets.ts';
 import { installSecretNames } from '../../src/domains/tenants/tenant-creation.ts';
 import { createTestNamespace } from '../../testcluster/harness.ts';
-import { problemCode, seedUser, startTestApi, type TestApi } from '../support/api.ts';
+import { problemCode, startTestApi, type TestApi } from '../support/api.ts';
 import { getTestCluster } from '../support/cluster.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { signedInAs, TEST_HASH_PARAMS } from '../support/sign-in.ts';
 
 let db: TestDatabase;
 let api: TestApi;
@@ -15,7 +16,6 @@ let secrets: SecretStore;
 let core: CoreV1Api;
 let namespace: string;
 let admin: SvcClient;
-const PASSWORD = 'correct horse battery';
 const LLM_KEY = 'sk-test-llm-key-0123456789abcdef';
 const SIEM_TOKEN = 'siem-token-fedcba9876543210';
 
@@ -49,14 +49,8 @@ before(async () => {
   core = cluster.kubeConfig.makeApiClient(CoreV1Api);
   secrets = createSecretStore(cluster.kubeConfig, namespace);
   db = await createTestDatabase();
-  api = await startTestApi(db, { secrets });
-  await seedUser(db, api.hasher, { email: 'ma@mssp.test', role: 'mssp_admin', password: PASSWORD });
-  await seedUser(db, api.hasher, { email: 'an@mssp.test', role: 'analyst', password: PASSWORD });
-  admin = createSvcClient({ baseUrl: api.url, headers: { origin: api.origin } });
-  assert.equal(
-    (await admin.auth.login({ body: { email: 'ma@mssp.test', password: PASSWORD } })).status,
-    200,
-  );
+  api = await startTestApi(db, { secrets, hash: { params: TEST_HASH_PARAMS } });
+  admin = await signedInAs({ db, api }, 'mssp_admin');
 });
 after(async () => {
   await api.close();
@@ -189,8 +183,7 @@ test('§9.4.1 an invalid configuration is refused before anything is written', a
 });
 
 test('§5.8 analysts cannot create tenants', async () => {
-  const analyst = createSvcClient({ baseUrl: api.url, headers: { origin: api.origin } });
-  await analyst.auth.login({ body: { email: 'an@mssp.test', password: PASSWORD } });
+  const analyst = await signedInAs({ db, api }, 'analyst');
   const res = await analyst.mssp.createTenant({ body: config('analyst-made') });
   assert.deepEqual([res.status, problemCode(res)], [403, 'forbidden']);
 });

@@ -7,13 +7,14 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
-import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
+import type { SvcClient } from '../../contracts/index.ts';
 import type { TenantConfig } from '../../contracts/tenant-config.ts';
 import { createSecretStore, type SecretStore } from '../../src/cluster/secrets.ts';
 import { installSecretNames } from '../../src/domains/tenants/tenant-creation.ts';
 import type { OutboundPolicy } from '../../src/net/outbound-url.ts';
-import { PASSWORD, tenantConfig, uniqueSlug, useOrchestration } from '../provisioning/support.ts';
-import { problemCode, seedUser, startTestApi, type TestApi } from '../support/api.ts';
+import { tenantConfig, uniqueSlug, useOrchestration } from '../provisioning/support.ts';
+import { problemCode, startTestApi, type TestApi } from '../support/api.ts';
+import { signedInAs, TEST_HASH_PARAMS } from '../support/sign-in.ts';
 
 const extraApis: TestApi[] = [];
 
@@ -171,13 +172,9 @@ test('issue 18 item 2: outbound URLs naming loopback, link-local, metadata, clus
 });
 
 async function apiWith(options: { secrets: SecretStore; outbound?: OutboundPolicy }) {
-  const api = await startTestApi(o.db, options);
+  const api = await startTestApi(o.db, { ...options, hash: { params: TEST_HASH_PARAMS } });
   extraApis.push(api);
-  const email = `ops-${randomBytes(4).toString('hex')}@mssp.test`;
-  await seedUser(o.db, api.hasher, { email, role: 'mssp_admin', password: PASSWORD });
-  const client = createSvcClient({ baseUrl: api.url, headers: { origin: api.origin } });
-  assert.equal((await client.auth.login({ body: { email, password: PASSWORD } })).status, 200);
-  return client;
+  return signedInAs({ db: o.db, api }, 'mssp_admin');
 }
 
 test('issue 18 item 2: the install allows internal targets only through SVC_OUTBOUND_ALLOW_CIDRS / _HOSTS', async () => {

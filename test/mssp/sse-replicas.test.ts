@@ -12,6 +12,7 @@ import { appendEvent } from '../../src/domains/events/index.ts';
 import { seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
+import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 
 interface Replica {
   url: string;
@@ -30,7 +31,7 @@ before(async () => {
   db = await createTestDatabase();
   // Two API processes over one database, each with its own LISTEN connection: this test
   // process, and a real `svc serve` started as a separate OS process.
-  inProcess = await startTestApi(db);
+  inProcess = await startTestApi(db, { hash: { params: TEST_HASH_PARAMS } });
   replicas = [inProcess, await startServeProcess()];
   tenantA = await createTenant(db.pools.app, 'alpha');
   tenantB = await createTenant(db.pools.app, 'bravo');

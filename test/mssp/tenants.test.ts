@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
 import { appendEvent } from '../../src/domains/events/index.ts';
 import {
   impersonating,
@@ -12,6 +11,7 @@ import {
 } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant, TENANT_ROW_FIXTURES } from '../support/fixtures.ts';
+import { signedInAs, TEST_HASH_PARAMS } from '../support/sign-in.ts';
 
 let db: TestDatabase;
 let api: TestApi;
@@ -19,20 +19,13 @@ let tenantA: string;
 let tenantB: string;
 const PASSWORD = 'correct horse battery';
 
-async function signedIn(email: string): Promise<SvcClient> {
-  const svc = createSvcClient({ baseUrl: api.url, headers: { origin: api.origin } });
-  const res = await svc.auth.login({ body: { email, password: PASSWORD } });
-  assert.equal(res.status, 200, email);
-  return svc;
-}
-
 async function setState(id: string, state: string) {
   await db.pools.mssp.query('UPDATE tenants SET state = $2 WHERE id = $1', [id, state]);
 }
 
 before(async () => {
   db = await createTestDatabase();
-  api = await startTestApi(db);
+  api = await startTestApi(db, { hash: { params: TEST_HASH_PARAMS } });
   tenantA = await createTenant(db.pools.app, 'alpha');
   tenantB = await createTenant(db.pools.app, 'bravo');
   for (const t of [tenantA, tenantB]) {
@@ -59,7 +52,7 @@ after(async () => {
 });
 
 test('§4.2 list tenants: filtered by state, keyset-paginated, every row once', async () => {
-  const svc = await signedIn('an@mssp.test');
+  const svc = await signedInAs({ db, api }, 'analyst', { email: 'an@mssp.test' });
   for (let i = 0; i < 3; i++) await createTenant(db.pools.app, `extra-${i}`);
   const seen: string[] = [];
   let cursor: string | undefined;
@@ -79,7 +72,7 @@ test('§4.2 list tenants: filtered by state, keyset-paginated, every row once', 
 });
 
 test('§4.2 bad list input: unknown state, unknown parameter, forged cursor', async () => {
-  const svc = await signedIn('an@mssp.test');
+  const svc = await signedInAs({ db, api }, 'analyst', { email: 'an@mssp.test' });
   const bad = [
     await svc.mssp.listTenants({ query: { state: 'gone' as never } }),
     await svc.mssp.listTenants({ query: { tenant: 'x' } as never }),
@@ -94,7 +87,7 @@ test('§4.2 bad list input: unknown state, unknown parameter, forged cursor', as
 });
 
 test('§4.2 get a tenant with its lifecycle; unknown id 404; malformed id 400', async () => {
-  const svc = await signedIn('an@mssp.test');
+  const svc = await signedInAs({ db, api }, 'analyst', { email: 'an@mssp.test' });
   const res = await svc.mssp.getTenant({ params: { tenant_id: tenantA } });
   assert.equal(res.status, 200);
   if (res.status === 200) {
@@ -110,8 +103,8 @@ test('§4.2 get a tenant with its lifecycle; unknown id 404; malformed id 400', 
 });
 
 test('§3.1 decommission moves an active tenant to decommissioning, records it, and is refused otherwise', async () => {
-  const admin = await signedIn('ma@mssp.test');
-  const analyst = await signedIn('an@mssp.test');
+  const admin = await signedInAs({ db, api }, 'mssp_admin', { email: 'ma@mssp.test' });
+  const analyst = await signedInAs({ db, api }, 'analyst', { email: 'an@mssp.test' });
   const t = await createTenant(db.pools.app, 'leaving');
   await setState(t, 'active');
   const denied = await analyst.mssp.decommission({ params: { tenant_id: t } });
@@ -138,7 +131,7 @@ test('§3.1 decommission moves an active tenant to decommissioning, records it, 
 });
 
 test('§4 the plain tenant path never serves the custom :decommission method', async () => {
-  const admin = await signedIn('ma@mssp.test');
+  const admin = await signedInAs({ db, api }, 'mssp_admin', { email: 'ma@mssp.test' });
   const res = await fetch(`${api.url}/api/mssp/tenants/${tenantA}:suspend`, {
     method: 'POST',
     headers: { origin: api.origin, cookie: '' },
@@ -151,7 +144,7 @@ test('§4 the plain tenant path never serves the custom :decommission method', a
 });
 
 test("§9.5.5 impersonation writes an audit row with acting_as and tenant_id that the tenant's customer can read", async () => {
-  const analyst = await signedIn('an@mssp.test');
+  const analyst = await signedInAs({ db, api }, 'analyst', { email: 'an@mssp.test' });
   const res = await analyst.mssp.impersonate({
     params: { tenant_id: tenantA },
     body: { reason: 'triage case 42' },
@@ -176,7 +169,7 @@ test("§9.5.5 impersonation writes an audit row with acting_as and tenant_id tha
     },
   ]);
   // …and through the customer's own API, flagged as impersonation.
-  const customer = await signedIn('cv@alpha.test');
+  const customer = await signedInAs({ db, api }, 'customer_viewer', { email: 'cv@alpha.test' });
   const seen = await customer.tenant.audit({ query: { action: 'user.impersonate' } });
   assert.equal(seen.status, 200);
   if (seen.status === 200) {
@@ -190,7 +183,7 @@ test("§9.5.5 impersonation writes an audit row with acting_as and tenant_id tha
 });
 
 test('§5.2 an impersonation token acts for its one tenant only', async () => {
-  const analyst = await signedIn('an@mssp.test');
+  const analyst = await signedInAs({ db, api }, 'analyst', { email: 'an@mssp.test' });
   const asA = await impersonating(api, analyst, tenantA, 'look around');
   assert.equal((await asA.mssp.getTenant({ params: { tenant_id: tenantA } })).status, 200);
   for (const res of [
@@ -215,13 +208,13 @@ test('§5.2 an impersonation token acts for its one tenant only', async () => {
 });
 
 test('§8 impersonation is at most 30 minutes and is for MSSP staff only', async () => {
-  const analyst = await signedIn('an@mssp.test');
+  const analyst = await signedInAs({ db, api }, 'analyst', { email: 'an@mssp.test' });
   const long = await analyst.mssp.impersonate({
     params: { tenant_id: tenantA },
     body: { reason: 'too long', ttl_seconds: 1801 },
   });
   assert.deepEqual([long.status, problemCode(long)], [400, 'validation_failed']);
-  const customer = await signedIn('cv@alpha.test');
+  const customer = await signedInAs({ db, api }, 'customer_viewer', { email: 'cv@alpha.test' });
   const denied = await customer.mssp.impersonate({
     params: { tenant_id: tenantA },
     body: { reason: 'escalate' },
@@ -230,7 +223,7 @@ test('§8 impersonation is at most 30 minutes and is for MSSP staff only', async
 });
 
 test('§9.5.5 the fleet summary writes a system-context audit row with its reason', async () => {
-  const analyst = await signedIn('an@mssp.test');
+  const analyst = await signedInAs({ db, api }, 'analyst', { email: 'an@mssp.test' });
   const before = await db.pools.mssp.query(
     `SELECT count(*)::int AS n FROM audit_log WHERE actor_id = 'system:fleet.summary'`,
   );
@@ -254,8 +247,8 @@ test('§4.2 cross-tenant audit: filters, pagination, System-gate entry; export f
       [tenantA],
     ),
   );
-  const admin = await signedIn('pa@mssp.test');
-  const analyst = await signedIn('an@mssp.test');
+  const admin = await signedInAs({ db, api }, 'platform_admin', { email: 'pa@mssp.test' });
+  const analyst = await signedInAs({ db, api }, 'analyst', { email: 'an@mssp.test' });
   const filtered = await analyst.mssp.audit({ query: { tenant_id: tenantA, limit: 1 } });
   assert.equal(filtered.status, 200);
   if (filtered.status === 200) {
@@ -332,7 +325,7 @@ test("§5.7.8 the MSSP event stream of tenant A carries A's events and never B's
 });
 
 test('§4.2 bad input to impersonation, decommission and the audit view is refused and writes nothing', async () => {
-  const admin = await signedIn('ma@mssp.test');
+  const admin = await signedInAs({ db, api }, 'mssp_admin', { email: 'ma@mssp.test' });
   const before = await db.pools.mssp.query(
     `SELECT count(*)::int AS n FROM audit_log WHERE action IN ('user.impersonate', 'tenant.decommission')`,
   );

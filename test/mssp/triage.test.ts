@@ -1,15 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
-import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
-import {
-  impersonating,
-  problemCode,
-  seedUser,
-  startTestApi,
-  type TestApi,
-} from '../support/api.ts';
+import type { SvcClient } from '../../contracts/index.ts';
+import { impersonating, problemCode, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant, TENANT_ROW_FIXTURES } from '../support/fixtures.ts';
+import { signedInAs, TEST_HASH_PARAMS } from '../support/sign-in.ts';
 
 let db: TestDatabase;
 let api: TestApi;
@@ -29,7 +24,7 @@ async function reviewOf(tenantId: string): Promise<string> {
 
 before(async () => {
   db = await createTestDatabase();
-  api = await startTestApi(db);
+  api = await startTestApi(db, { hash: { params: TEST_HASH_PARAMS } });
   tenantA = await createTenant(db.pools.app, 'alpha');
   tenantB = await createTenant(db.pools.app, 'bravo');
   for (const t of [tenantA, tenantB]) {
@@ -39,20 +34,7 @@ before(async () => {
         (tx) => TENANT_ROW_FIXTURES.pending_reviews?.(tx, t) ?? Promise.resolve(),
       );
   }
-  await seedUser(db, api.hasher, {
-    email: 'an@mssp.test',
-    role: 'analyst',
-    password: 'correct horse battery',
-  });
-  analyst = createSvcClient({ baseUrl: api.url, headers: { origin: api.origin } });
-  assert.equal(
-    (
-      await analyst.auth.login({
-        body: { email: 'an@mssp.test', password: 'correct horse battery' },
-      })
-    ).status,
-    200,
-  );
+  analyst = await signedInAs({ db, api }, 'analyst');
 });
 after(async () => {
   await api.close();

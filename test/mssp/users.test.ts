@@ -10,6 +10,7 @@ import {
 } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
+import { signedInAs, TEST_HASH_PARAMS } from '../support/sign-in.ts';
 
 let db: TestDatabase;
 let api: TestApi;
@@ -21,16 +22,9 @@ function client(): SvcClient {
   return createSvcClient({ baseUrl: api.url, headers: { origin: api.origin } });
 }
 
-async function signedIn(email: string, password = PASSWORD): Promise<SvcClient> {
-  const svc = client();
-  const res = await svc.auth.login({ body: { email, password } });
-  assert.equal(res.status, 200, email);
-  return svc;
-}
-
 before(async () => {
   db = await createTestDatabase();
-  api = await startTestApi(db);
+  api = await startTestApi(db, { hash: { params: TEST_HASH_PARAMS } });
   tenantA = await createTenant(db.pools.app, 'alpha');
   tenantB = await createTenant(db.pools.app, 'bravo');
   await seedUser(db, api.hasher, {
@@ -47,9 +41,9 @@ after(async () => {
 });
 
 test('§5.8 MSSP-side users: platform_admin creates any MSSP role, mssp_admin only invites analysts, analyst reads', async () => {
-  const pa = await signedIn('pa@mssp.test');
-  const ma = await signedIn('ma@mssp.test');
-  const an = await signedIn('an@mssp.test');
+  const pa = await signedInAs({ db, api }, 'platform_admin', { email: 'pa@mssp.test' });
+  const ma = await signedInAs({ db, api }, 'mssp_admin', { email: 'ma@mssp.test' });
+  const an = await signedInAs({ db, api }, 'analyst', { email: 'an@mssp.test' });
   const created = await pa.mssp.createUser({
     body: { email: 'new-admin@mssp.test', role: 'mssp_admin' },
   });
@@ -83,7 +77,7 @@ test('§5.8 MSSP-side users: platform_admin creates any MSSP role, mssp_admin on
 });
 
 test('§4.2 bad user input is refused and writes nothing', async () => {
-  const pa = await signedIn('pa@mssp.test');
+  const pa = await signedInAs({ db, api }, 'platform_admin', { email: 'pa@mssp.test' });
   const before = await db.pools.mssp.query('SELECT count(*)::int AS n FROM users');
   const cases = [
     await pa.mssp.createUser({ body: { email: 'not-an-email', role: 'analyst' } }),
@@ -102,7 +96,7 @@ test('§4.2 bad user input is refused and writes nothing', async () => {
 });
 
 test('§5.8 tenant-side users: created in one tenant, invisible from another, deactivation revokes sessions', async () => {
-  const ma = await signedIn('ma@mssp.test');
+  const ma = await signedInAs({ db, api }, 'mssp_admin', { email: 'ma@mssp.test' });
   const created = await ma.mssp.createTenantUser({
     params: { tenant_id: tenantA },
     body: { email: 'cv@alpha.test' },
@@ -111,7 +105,10 @@ test('§5.8 tenant-side users: created in one tenant, invisible from another, de
   if (created.status !== 201) return;
   const user = created.body.user;
   assert.deepEqual([user.role, user.tenant_id], ['customer_viewer', tenantA]);
-  const customer = await signedIn('cv@alpha.test', created.body.initial_password ?? '');
+  const customer = await signedInAs({ db, api }, 'customer_viewer', {
+    email: 'cv@alpha.test',
+    password: created.body.initial_password ?? '',
+  });
   assert.equal((await customer.auth.me()).status, 200);
 
   const inA = await ma.mssp.listTenantUsers({ params: { tenant_id: tenantA } });
@@ -151,12 +148,12 @@ test('§5.8 tenant-side users: created in one tenant, invisible from another, de
 });
 
 test('§5.8 analysts cannot manage tenant users; an impersonation token for A cannot reach B', async () => {
-  const an = await signedIn('an@mssp.test');
+  const an = await signedInAs({ db, api }, 'analyst', { email: 'an@mssp.test' });
   assert.equal(
     problemCode(await an.mssp.listTenantUsers({ params: { tenant_id: tenantA } })),
     'forbidden',
   );
-  const ma = await signedIn('ma@mssp.test');
+  const ma = await signedInAs({ db, api }, 'mssp_admin', { email: 'ma@mssp.test' });
   const asA = await impersonating(api, ma, tenantA, 'user admin');
   assert.equal((await asA.mssp.listTenantUsers({ params: { tenant_id: tenantA } })).status, 200);
   const b = await asA.mssp.createTenantUser({
@@ -178,7 +175,7 @@ test('§5.8 analysts cannot manage tenant users; an impersonation token for A ca
 });
 
 test('§4.2 bad tenant-user input is refused and writes nothing', async () => {
-  const ma = await signedIn('ma@mssp.test');
+  const ma = await signedInAs({ db, api }, 'mssp_admin', { email: 'ma@mssp.test' });
   const before = await db.pools.mssp.query('SELECT count(*)::int AS n FROM users');
   const cases = [
     await ma.mssp.createTenantUser({

@@ -118,7 +118,7 @@ export async function startOrchestration(
       SVC_INSTALL_ID: options.install?.installId ?? randomUUID(),
       SVC_INSTALL_LABEL: 'test',
       SVC_ORCHESTRATOR_CONCURRENCY: '10',
-      ...(options.chartsDir ? { SVC_CHARTS_DIR: options.chartsDir } : {}),
+      ...(options.chartsDir ? { SVC_TENANT_CHARTS_DIR: options.chartsDir } : {}),
       ...(options.installVersion ? { SVC_TENANT_CHART_VERSION: options.installVersion } : {}),
       ...(process.env.SVC_TEST_LOG === '1' ? { SVC_LOG_LEVEL: 'debug' } : {}),
     },

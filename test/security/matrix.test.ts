@@ -9,6 +9,7 @@ import { SYSTEM_VERSION } from '../../src/orchestrator/runtime.ts';
 import { seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
+import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 
 /**
  * Spec §5.8 as a table: every endpoint × every principal → the status it must get. "ok" is
@@ -461,6 +462,7 @@ async function sessionCookie(email: string): Promise<string> {
 before(async () => {
   db = await createTestDatabase();
   api = await startTestApi(db, {
+    hash: { params: TEST_HASH_PARAMS },
     auth: { loginRateLimitPerEmail: 1000, loginRateLimitPerIp: 1000 },
     tenancy: {
       kick: () => undefined,

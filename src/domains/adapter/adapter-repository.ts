@@ -92,12 +92,16 @@ export async function noteHeartbeatBeforeReady(
   adapterVersion: string,
 ): Promise<void> {
   await tx.query(
+    // The state is checked again in this statement: an activation committed since the caller
+    // read `provisioning` must not be followed by a note that belongs before it.
     `INSERT INTO tenant_lifecycle_events (tenant_id, kind, step, details, actor)
-     SELECT $1, 'step', 'heartbeat_before_ready', $2, 'adapter'
-      WHERE NOT EXISTS (
-        SELECT 1 FROM tenant_lifecycle_events e JOIN tenants t ON t.id = e.tenant_id
-         WHERE e.tenant_id = $1 AND e.step = 'heartbeat_before_ready'
-           AND e.occurred_at >= t.state_changed_at)`,
+     SELECT t.id, 'step', 'heartbeat_before_ready', $2, 'adapter'
+       FROM tenants t
+      WHERE t.id = $1 AND t.state = 'provisioning'
+        AND NOT EXISTS (
+          SELECT 1 FROM tenant_lifecycle_events e
+           WHERE e.tenant_id = $1 AND e.step = 'heartbeat_before_ready'
+             AND e.occurred_at >= t.state_changed_at)`,
     [tenantId, JSON.stringify({ adapter_version: adapterVersion })],
   );
 }

@@ -1,3 +1,5 @@
+// Sessions: signing in and out, the per-request session check (spec §5.5), the lockout, and
+// a user's own password change; session rows are the sessions repository's.
 import { type Identity, identityOf } from '../../auth/identity.ts';
 import type { PasswordHasher } from '../../auth/passwords.ts';
 import type { AuthMode } from '../../config/index.ts';
@@ -43,8 +45,6 @@ export interface AuthServiceDeps {
   authMode: AuthMode;
 }
 
-// Sessions: signing in and out, the per-request session check (spec §5.5), the lockout, and
-// a user's own password change; session rows are the sessions repository's.
 export function createAuthService({ db, hasher, now, authMode }: AuthServiceDeps) {
   return {
     /** Spec §3.2, §3.3, §5.4, §6.1. Never tells an unknown email from a wrong password. */

@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox';
+import { CANONICAL_UUID } from './uuid.ts';
 
 /**
  * The system package's values (spec §2.9 "System package values"): hand-written by the MSSP
@@ -17,9 +18,7 @@ import Type, { type Static } from 'typebox';
  */
 const closed = { additionalProperties: false } as const;
 
-const Uuid = Type.String({
-  pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$',
-});
+const Uuid = Type.String({ pattern: `^${CANONICAL_UUID}$` });
 const DnsLabelPattern = '[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?';
 const dnsLabel = (options: object = {}) =>
   Type.String({ ...options, pattern: `^${DnsLabelPattern}$` });

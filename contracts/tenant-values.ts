@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox';
+import { CANONICAL_UUID } from './uuid.ts';
 
 /**
  * The tenant package's values (spec §2.9 "Tenant package values"): svc renders them from the
@@ -12,9 +13,7 @@ import Type, { type Static } from 'typebox';
  */
 const closed = { additionalProperties: false } as const;
 
-const Uuid = Type.String({
-  pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$',
-});
+const Uuid = Type.String({ pattern: `^${CANONICAL_UUID}$` });
 /**
  * Kubernetes quantities per resource kind (src/domains/tenants/quantity.ts parses them exactly): CPU
  * takes only the `m` suffix, memory and storage take SI suffixes but never `m`.

@@ -7,9 +7,10 @@ import { countRoundTrips } from './round-trips.ts';
 import { type Clock, listen, POOL_SIZE, type Server } from './servers.ts';
 
 /**
- * The app's overview statement (readOverview) with the tenant written into every scan instead
- * of supplied by RLS. The run fails when the two endpoints answer differently for any tenant,
- * so a change to the app's query cannot go unnoticed here.
+ * The app's overview statement (readOverview: the tenant written into every scan, RLS beside
+ * it) without RLS: svc_mssp, no tenant context, no session, no transaction. The run fails when
+ * the two endpoints answer differently for any tenant, so a change to the app's query cannot go
+ * unnoticed here.
  */
 const BASELINE_SQL = `
   WITH open_counts AS (

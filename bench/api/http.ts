@@ -8,6 +8,8 @@ import type { Dataset, Tenant } from './seed.ts';
 import type { Clock, Server } from './servers.ts';
 
 const WARMUP_MS = 2_000;
+/** The counting pass per side: long enough for every connection and tenant. */
+const COUNT_MS = 2_000;
 export const PASSWORD = 'api-bench-password-1';
 
 export interface HttpPhase {
@@ -99,30 +101,35 @@ async function checkSameAnswers(
   }
 }
 
-/** Warm-up, then the alternating rounds, counting each side's queries over the rounds only. */
+/**
+ * Warm-up, a counting pass per side (round trips per request, by statement), then the
+ * alternating rounds with counting off, so its bookkeeping does not weigh on either side.
+ */
 async function measure(phase: HttpPhase, requests: Requests) {
   const { concurrency } = phase.shape;
   await runLoad(concurrency, WARMUP_MS, requests.app);
   await runLoad(concurrency, WARMUP_MS, requests.bare);
-  phase.app.roundTrips.reset();
-  phase.bare.roundTrips.reset();
-  const result = await alternate(phase.shape, requests);
-  const perRequest = (side: Side) => {
-    const server = phase[side];
-    return server.roundTrips.total() / Math.max(1, answered(result[side]));
+  const perRequest = async (side: Side) => {
+    const counter = phase[side].roundTrips;
+    counter.reset();
+    counter.enable(true);
+    const counted = answered(await runLoad(concurrency, COUNT_MS, requests[side]));
+    counter.enable(false);
+    return { perRequest: counter.total() / Math.max(1, counted), requests: counted };
   };
-  return { result, roundTrips: { app: perRequest('app'), bare: perRequest('bare') } };
+  const roundTrips = { app: await perRequest('app'), bare: await perRequest('bare') };
+  const result = await alternate(phase.shape, requests);
+  return { result, roundTrips };
 }
 
 function printRoundTrips(phase: HttpPhase, result: Awaited<ReturnType<typeof measure>>) {
   const { roundTrips } = result;
   console.log(
-    `\n  round trips per request: app ${roundTrips.app.toFixed(2)},` +
-      ` bare ${roundTrips.bare.toFixed(2)}`,
+    `\n  round trips per request: app ${roundTrips.app.perRequest.toFixed(2)},` +
+      ` bare ${roundTrips.bare.perRequest.toFixed(2)}`,
   );
   for (const side of ['app', 'bare'] as const) {
-    const kinds = phase[side].roundTrips.byKind();
-    printStatements(side, kinds, answered(result.result[side]));
+    printStatements(side, phase[side].roundTrips.byKind(), roundTrips[side].requests);
   }
 }
 

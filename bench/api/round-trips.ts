@@ -13,16 +13,19 @@ export interface RoundTrips {
   /** By statement kind, so the difference between the two sides can be read off. */
   byKind(): Map<string, StatementTally>;
   reset(): void;
+  /** Counting costs the client CPU: it is on only while a phase counts, off while it measures. */
+  enable(on: boolean): void;
 }
 
-/** A statement's first words, tenant ids masked: enough to tell the statements apart. */
+/** A statement's first words, literals masked: enough to tell the statements apart. */
 function kindOf(args: unknown[]): string {
   const first = args[0];
   const text =
     typeof first === 'string' ? first : String((first as { text?: unknown })?.text ?? '?');
-  // The unit of work writes the tenant context as a literal: one kind for every tenant.
-  const uuid = /'[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'/g;
-  return text.replace(uuid, "'<tenant>'").replace(/\s+/g, ' ').trim().slice(0, 60);
+  // The unit of work writes the tenant context, the session check its hash and instant, as
+  // literals: one kind for every tenant and session.
+  const literal = /'[^']*'/g;
+  return text.replace(literal, "'…'").replace(/\s+/g, ' ').trim().slice(0, 72);
 }
 
 /**
@@ -32,6 +35,7 @@ function kindOf(args: unknown[]): string {
  */
 export function countRoundTrips(pool: pg.Pool): RoundTrips {
   const kinds = new Map<string, StatementTally>();
+  let enabled = false;
   const record = (kind: string, start: number) => {
     const tally = kinds.get(kind) ?? { calls: 0, ms: 0 };
     tally.calls++;
@@ -41,6 +45,7 @@ export function countRoundTrips(pool: pg.Pool): RoundTrips {
   pool.on('connect', (client) => {
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     client.query = ((...args: unknown[]) => {
+      if (!enabled) return query(...args);
       const start = performance.now();
       const kind = kindOf(args);
       const callback = args.at(-1);
@@ -62,5 +67,8 @@ export function countRoundTrips(pool: pg.Pool): RoundTrips {
     total: () => [...kinds.values()].reduce((sum, tally) => sum + tally.calls, 0),
     byKind: () => new Map([...kinds].map(([kind, tally]) => [kind, { ...tally }])),
     reset: () => kinds.clear(),
+    enable: (on) => {
+      enabled = on;
+    },
   };
 }

@@ -1,10 +1,5 @@
 import type pg from 'pg';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export function isUuid(value: unknown): value is string {
-  return typeof value === 'string' && UUID.test(value);
-}
+import { isUuid } from '../../contracts/uuid.ts';
 
 /** A transaction of any scope: what code that reads no tenant-scoped rows may take. */
 export type Transaction = pg.PoolClient;

@@ -170,8 +170,8 @@ async function joined<T>(
     statements.push(`SELECT set_config('app.current_tenant_id', '${context}', true)`);
   }
   const deferred = options.opensUnit && statements.length === 1 && opening;
-  if (deferred) prefixFirstQuery(client, 'BEGIN');
-  else if (statements.length > 0) await client.query(statements.join('; '));
+  const restore = deferred ? prefixFirstQuery(client, 'BEGIN') : undefined;
+  if (!deferred && statements.length > 0) await client.query(statements.join('; '));
   unit.open = true;
   unit.context = context;
   try {
@@ -186,41 +186,35 @@ async function joined<T>(
     await undo(unit, client, savepoint);
     throw error;
   } finally {
-    if (deferred) restoreQuery(client);
+    restore?.();
   }
 }
 
-type Query = pg.PoolClient['query'];
-
 /**
  * Sends `prefix` with the client's next query, when that query has no parameters (a simple
- * query may carry several statements); otherwise first, on its own. Once either is sent, the
- * client's own query method is back.
+ * query may carry several statements); otherwise first, on its own. Returns what puts the
+ * client's query method back as it was (its own, or a wrapper someone installed).
  */
-function prefixFirstQuery(client: pg.PoolClient, prefix: string): void {
+function prefixFirstQuery(client: pg.PoolClient, prefix: string): () => void {
+  const installed = Object.getOwnPropertyDescriptor(client, 'query');
+  const restore = () => {
+    if (installed) Object.defineProperty(client, 'query', installed);
+    else delete (client as { query?: unknown }).query;
+  };
   const own = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
   const first = async (...args: unknown[]): Promise<unknown> => {
-    restoreQuery(client);
+    restore();
     const [text, values] = args;
-    if (
-      typeof text === 'string' &&
-      (values === undefined || (Array.isArray(values) && values.length === 0))
-    ) {
+    const bare = values === undefined || (Array.isArray(values) && values.length === 0);
+    if (typeof text === 'string' && bare) {
       const results = (await own(`${prefix}; ${text}`)) as pg.QueryResult[];
       return results[results.length - 1];
     }
     await own(prefix);
     return own(...args);
   };
-  Object.defineProperty(client, 'query', {
-    value: first as Query,
-    configurable: true,
-    writable: true,
-  });
-}
-
-function restoreQuery(client: pg.PoolClient): void {
-  if (Object.hasOwn(client, 'query')) delete (client as { query?: Query }).query;
+  Object.defineProperty(client, 'query', { value: first, configurable: true, writable: true });
+  return restore;
 }
 
 async function undo(unit: Unit, client: pg.PoolClient, savepoint: string | undefined) {

@@ -61,6 +61,8 @@ function decodeParam(name: string, raw: string): string {
  */
 export function compilePath(path: string): {
   honoPath: string;
+  /** The whole path as a pattern (parameters as `[^/:]+`), for matching without decoding. */
+  pattern: RegExp;
   match: (pathname: string) => Record<string, string> | undefined;
 } {
   let index = 0;
@@ -88,6 +90,7 @@ export function compilePath(path: string): {
   );
   return {
     honoPath,
+    pattern: full,
     match: (pathname) => {
       const m = full.exec(pathname);
       if (!m) return undefined;

@@ -1,3 +1,4 @@
+import { isUuid } from '../../contracts/uuid.ts';
 import { ProblemError } from './problem.ts';
 
 /**
@@ -21,7 +22,6 @@ export interface Position {
 /** Page size when the client names none (the contract caps it at 200). */
 export const DEFAULT_LIMIT = 50;
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const SORT_KEY = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{6}Z$/;
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
 
@@ -49,7 +49,7 @@ function parse(list: CursorList, cursor: string): Position | undefined {
   }
   if (!Array.isArray(value) || value.length !== 3 || value[0] !== list) return undefined;
   const [, at, id] = value as unknown[];
-  if (!isSortKey(at) || typeof id !== 'string' || !UUID.test(id)) return undefined;
+  if (!isSortKey(at) || typeof id !== 'string' || !isUuid(id)) return undefined;
   const position = { at, id };
   // Only the exact bytes this API issues are accepted, so an edited cursor cannot slip through
   // as an equivalent spelling.

@@ -1,7 +1,7 @@
 import type { Context } from 'hono';
 import { type SSEMessage, type SSEStreamingApi, streamSSE } from 'hono/streaming';
 import { parseEventId, type StoredEvent } from '../domains/events/event-repository.ts';
-import type { EventHub } from '../domains/events/hub.ts';
+import type { EventHub } from '../domains/events/event-service.ts';
 import type { Subscription } from '../domains/events/subscription.ts';
 import type { CredentialLease, CredentialWatch } from '../domains/sessions/credential-watch.ts';
 import { problem } from './problem.ts';

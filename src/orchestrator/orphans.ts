@@ -1,3 +1,4 @@
+import { isCanonicalUuid } from '../../contracts/uuid.ts';
 import type { SecretStore } from '../cluster/secrets.ts';
 import type { AppDatabase } from '../db/pools.ts';
 import { existingTenantIds } from '../domains/provisioning/provisioning-repository.ts';
@@ -9,8 +10,6 @@ import type { Logger } from '../log/index.ts';
  * commits), with room for clock skew between svc and the API server.
  */
 export const ORPHAN_GRACE_MS = 15 * 60_000;
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
  * Tenant creation writes its install-namespace Secrets inside the transaction that inserts the
@@ -28,7 +27,7 @@ export async function collectOrphanSecrets(
   const candidates = (await deps.secrets.list('managed-by=svc,tenant-id')).filter((s) => {
     const id = s.labels['tenant-id'] ?? '';
     return (
-      UUID.test(id) &&
+      isCanonicalUuid(id) &&
       Object.values(installSecretNames(id)).includes(s.name) &&
       deps.now().getTime() - s.createdAt.getTime() >= graceMs
     );

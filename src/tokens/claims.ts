@@ -1,5 +1,6 @@
 import Type, { type TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
+import { CANONICAL_UUID } from '../../contracts/uuid.ts';
 
 /** The only issuer svc mints and accepts (spec §5.2, contract spelling). */
 export const ISSUER = 'svc';
@@ -26,7 +27,7 @@ export const LIFETIMES = {
 
 // Lowercase canonical form only: we mint every token, so one spelling per id keeps string
 // comparisons of `sub` and tenant ids elsewhere exact.
-const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}';
+const UUID = CANONICAL_UUID;
 export const UUID_PATTERN = new RegExp(`^${UUID}$`);
 
 const Uuid = Type.String({ pattern: `^${UUID}$` });

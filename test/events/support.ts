@@ -8,7 +8,7 @@ import {
   createEventHub,
   type EventHub,
   type EventHubOptions,
-} from '../../src/domains/events/hub.ts';
+} from '../../src/domains/events/event-service.ts';
 import type { Subscription } from '../../src/domains/events/subscription.ts';
 import type { TestDatabase } from '../support/database.ts';
 

@@ -2,14 +2,13 @@ import type { Static } from 'typebox';
 import Value from 'typebox/value';
 import type { TenantState } from '../../../contracts/mssp.ts';
 import { TenantSlug } from '../../../contracts/tenant-config.ts';
+import { isUuid } from '../../../contracts/uuid.ts';
 import type { TenantJson } from './output.ts';
 import { CliError, expectStatus, type Session } from './session.ts';
 
 /** Finding tenants through the API: by id or slug, and one with its lifecycle. */
 
 export type State = Static<typeof TenantState>;
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function checkSlug(slug: string): void {
   if (!Value.Check(TenantSlug, slug)) {
@@ -21,7 +20,7 @@ export function checkSlug(slug: string): void {
 }
 
 export function checkRef(ref: string): void {
-  if (!UUID.test(ref)) checkSlug(ref);
+  if (!isUuid(ref)) checkSlug(ref);
 }
 
 export async function listAll(s: Session, state?: State): Promise<TenantJson[]> {
@@ -37,7 +36,7 @@ export async function listAll(s: Session, state?: State): Promise<TenantJson[]> 
 }
 
 export async function resolve(s: Session, ref: string): Promise<string> {
-  if (UUID.test(ref)) return ref;
+  if (isUuid(ref)) return ref;
   const match = (await listAll(s)).find((t) => t.slug === ref);
   if (!match) throw new CliError(1, `No tenant has the slug ${ref} (tenant_not_found)`);
   return match.id;

@@ -15,5 +15,5 @@ export {
   type EventHubOptions,
   type EventHubStatus,
   type SubscribeOptions,
-} from './hub.ts';
+} from './event-service.ts';
 export type { CloseReason, HubMessage, Subscription } from './subscription.ts';

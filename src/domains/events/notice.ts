@@ -1,4 +1,4 @@
-import { isUuid } from '../../db/tenant-context.ts';
+import { isUuid } from '../../../contracts/uuid.ts';
 import { parseEventId } from './event-repository.ts';
 
 /** A NOTIFY on the events channel: tenant T has a new event with this id. */

@@ -6,30 +6,39 @@ import type {
   OverviewRow,
 } from './investigation-types.ts';
 
-// One statement, so every number comes from the same snapshot. The tenants row is
-// install-scoped (no RLS); it is picked by the transaction's tenant context, never by a value
-// from the request.
+// One statement, so every number comes from the same snapshot. RLS confines every scan to the
+// transaction's tenant; the explicit `tenant_id = $2` beside it gives the planner the tenant's
+// statistics (an RLS condition is a runtime parameter to it) and cannot widen anything. The
+// tenants row is install-scoped (no RLS): it must also be the transaction's tenant.
 const OVERVIEW = `
   WITH open_counts AS (
     SELECT severity, status, count(*)::int AS n
       FROM investigations
-     WHERE status IN ('open', 'triaging', 'awaiting_review')
+     WHERE tenant_id = $2 AND status IN ('open', 'triaging', 'awaiting_review')
      GROUP BY severity, status
   )
   SELECT t.id, t.display_name, t.state,
          (SELECT coalesce(jsonb_agg(o), '[]') FROM open_counts o) AS open_counts,
          (SELECT count(*)::int FROM pending_reviews
-           WHERE decision IS NULL AND (expires_at IS NULL OR expires_at > $1)) AS pending_reviews,
+           WHERE tenant_id = $2 AND decision IS NULL
+             AND (expires_at IS NULL OR expires_at > $1)) AS pending_reviews,
          (SELECT count(*)::int FROM events
-           WHERE occurred_at > $1::timestamptz - interval '24 hours') AS events_last_24h,
+           WHERE tenant_id = $2
+             AND occurred_at > $1::timestamptz - interval '24 hours') AS events_last_24h,
          (SELECT count(*)::int FROM investigations
-           WHERE resolved_at > $1::timestamptz - interval '7 days') AS resolved_last_7d
+           WHERE tenant_id = $2
+             AND resolved_at > $1::timestamptz - interval '7 days') AS resolved_last_7d
     FROM tenants t
-   WHERE t.id = (SELECT NULLIF(current_setting('app.current_tenant_id', true), '')::uuid)`;
+   WHERE t.id = $2::uuid
+     AND t.id = (SELECT NULLIF(current_setting('app.current_tenant_id', true), '')::uuid)`;
 
 /** The dashboard numbers of the transaction's tenant as of `now`; undefined once it is gone. */
-export async function readOverview(tx: TenantTx, now: Date): Promise<OverviewRow | undefined> {
-  const { rows } = await tx.query<OverviewRow>(OVERVIEW, [now]);
+export async function readOverview(
+  tx: TenantTx,
+  tenantId: string,
+  now: Date,
+): Promise<OverviewRow | undefined> {
+  const { rows } = await tx.query<OverviewRow>(OVERVIEW, [now, tenantId]);
   return rows[0];
 }
 

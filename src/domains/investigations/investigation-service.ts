@@ -80,7 +80,7 @@ export function createInvestigationService(deps: { db: AppDatabase; now: () => D
     /** The dashboard numbers as of now. */
     async overview(tenantId: string): Promise<OverviewBody> {
       const now = deps.now();
-      const row = await deps.db.withTenant(tenantId, (tx) => readOverview(tx, now));
+      const row = await deps.db.withTenant(tenantId, (tx) => readOverview(tx, tenantId, now));
       if (!row) throw new TenantNotFoundError(tenantId);
       return {
         tenant: { id: row.id, display_name: row.display_name, state: row.state },

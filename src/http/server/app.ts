@@ -15,7 +15,7 @@ import type { UserService } from '../../domains/users/user-service.ts';
 import { DatabaseUnavailableError } from '../../faults/unavailable.ts';
 import type { Logger } from '../../log/index.ts';
 import type { TokenService } from '../../tokens/index.ts';
-import { allowedMethods } from '../allowed-methods.ts';
+import { type AllowedMethods, allowedMethods } from '../allowed-methods.ts';
 import { authRoutes } from '../auth/routes.ts';
 import { authenticate } from '../authenticate.ts';
 import { limitBody } from '../body-limit.ts';
@@ -89,15 +89,16 @@ export function createApp(deps: AppDeps): Hono {
   // A known path asked with a method it does not answer is 405 with Allow (RFC 9110 §15.5.6),
   // before authentication: which routes exist is public (the OpenAPI document), so a wrong
   // method is the answer whoever asks. Filled in once every route is registered.
-  let allowed: (pathname: string) => string[] = () => [];
+  let methods: AllowedMethods | undefined;
   app.use(async (c, next) => {
-    const allow = allowed(c.req.path);
-    if (allow.length > 0 && !allow.includes(c.req.method)) return methodNotAllowed(c, allow);
+    if (!methods || methods.answers(c.req.method, c.req.path)) return next();
+    const allow = methods.allowed(c.req.path);
+    if (allow.length > 0) return methodNotAllowed(c, allow);
     return next();
   });
   mountPublic(app, deps);
   if (deps.api) mountApi(app, deps, deps.api, proxies);
-  allowed = allowedMethods(app, contract);
+  methods = allowedMethods(app, contract);
   app.notFound((c) => problem(c, 404, 'not_found', 'Not Found'));
   app.onError(answerError(deps.logger));
   return app;

@@ -1,5 +1,7 @@
+// The events domain: each tenant's ordered event store (appended in the transaction of the
+// change it records) and the one LISTEN/NOTIFY hub fanning it out to live subscribers.
+import { isUuid } from '../../../contracts/uuid.ts';
 import type { AppDatabase } from '../../db/pools.ts';
-import { isUuid } from '../../db/tenant-context.ts';
 import {
   latestEventId,
   parseEventId,

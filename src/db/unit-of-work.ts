@@ -43,7 +43,8 @@ export interface ScopeOptions<T = unknown> {
   expendable?: boolean;
   /**
    * The scope's first statement has no parameters: when it opens the unit, it travels with the
-   * BEGIN in one round trip (the session check of every request).
+   * BEGIN in one round trip (the session check of every request). Such a scope gets a
+   * query-only transaction: it may call nothing but `query`.
    */
   opensUnit?: boolean;
   /**
@@ -170,12 +171,12 @@ async function joined<T>(
     statements.push(`SELECT set_config('app.current_tenant_id', '${context}', true)`);
   }
   const deferred = options.opensUnit && statements.length === 1 && opening;
-  const restore = deferred ? prefixFirstQuery(client, 'BEGIN') : undefined;
   if (!deferred && statements.length > 0) await client.query(statements.join('; '));
+  const tx = deferred ? prefixingFirstQuery(client, 'BEGIN') : client;
   unit.open = true;
   unit.context = context;
   try {
-    const result = await fn(client);
+    const result = await fn(tx);
     if (options.contextAfter) {
       const after = options.contextAfter(result);
       unit.context = after === undefined ? undefined : (after ?? '');
@@ -185,36 +186,31 @@ async function joined<T>(
   } catch (error) {
     await undo(unit, client, savepoint);
     throw error;
-  } finally {
-    restore?.();
   }
 }
 
 /**
- * Sends `prefix` with the client's next query, when that query has no parameters (a simple
- * query may carry several statements); otherwise first, on its own. Returns what puts the
- * client's query method back as it was (its own, or a wrapper someone installed).
+ * A query-only view of the client for a scope that opens the unit (`opensUnit`: it only
+ * queries): `prefix` travels with its first query when that query has no parameters (a simple
+ * query may carry several statements), otherwise on its own first. The pooled client itself is
+ * never modified.
  */
-function prefixFirstQuery(client: pg.PoolClient, prefix: string): () => void {
-  const installed = Object.getOwnPropertyDescriptor(client, 'query');
-  const restore = () => {
-    if (installed) Object.defineProperty(client, 'query', installed);
-    else delete (client as { query?: unknown }).query;
-  };
-  const own = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
-  const first = async (...args: unknown[]): Promise<unknown> => {
-    restore();
+function prefixingFirstQuery(client: pg.PoolClient, prefix: string): Transaction {
+  const send = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+  let pending = true;
+  const query = async (...args: unknown[]): Promise<unknown> => {
+    if (!pending) return send(...args);
+    pending = false;
     const [text, values] = args;
     const bare = values === undefined || (Array.isArray(values) && values.length === 0);
     if (typeof text === 'string' && bare) {
-      const results = (await own(`${prefix}; ${text}`)) as pg.QueryResult[];
+      const results = (await send(`${prefix}; ${text}`)) as pg.QueryResult[];
       return results[results.length - 1];
     }
-    await own(prefix);
-    return own(...args);
+    await send(prefix);
+    return send(...args);
   };
-  Object.defineProperty(client, 'query', { value: first, configurable: true, writable: true });
-  return restore;
+  return { query } as unknown as Transaction;
 }
 
 async function undo(unit: Unit, client: pg.PoolClient, savepoint: string | undefined) {

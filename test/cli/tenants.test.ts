@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { after, before, test } from 'node:test';
+import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../src/db/embedded.ts';
@@ -14,17 +14,16 @@ import {
   adapterHeartbeat,
   type Orchestration,
   PASSWORD,
-  startOrchestration,
   tenantConfig,
   tenantRow,
   uniqueSlug,
+  useOrchestration,
 } from '../provisioning/support.ts';
 import { seedUser } from '../support/api.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-let o: Orchestration;
 let chartsDir: string;
 let email: string;
 /** The tenant the create test brings to active; later tests read, upgrade and remove it. */
@@ -43,21 +42,23 @@ async function chartVersions(): Promise<string> {
   return dir;
 }
 
-before(async () => {
-  chartsDir = await chartVersions();
-  o = await startOrchestration({ chartsDir, installVersion: '0.1.0' });
-  await o.db.pools.admin.query(
-    `INSERT INTO chart_compatibility (system_version, tenant_chart_version, status, notes)
-     VALUES ($1, '0.2.0', 'supported', NULL)`,
-    [SYSTEM_VERSION],
-  );
-  email = `cli-${randomBytes(4).toString('hex')}@mssp.test`;
-  await seedUser(o.db, o.api.hasher, { email, role: 'mssp_admin', password: PASSWORD });
-});
-after(async () => {
-  await o.close();
-  await rm(chartsDir, { recursive: true, force: true });
-});
+const o: Orchestration = useOrchestration(
+  async () => {
+    chartsDir = await chartVersions();
+    return { chartsDir, installVersion: '0.1.0' };
+  },
+  async (live) => {
+    await live.db.pools.admin.query(
+      `INSERT INTO chart_compatibility (system_version, tenant_chart_version, status, notes)
+       VALUES ($1, '0.2.0', 'supported', NULL)`,
+      [SYSTEM_VERSION],
+    );
+    email = `cli-${randomBytes(4).toString('hex')}@mssp.test`;
+    await seedUser(live.db, live.api.hasher, { email, role: 'mssp_admin', password: PASSWORD });
+  },
+);
+// Registered after the orchestration's own `after` (hooks run in order): the charts outlive it.
+after(() => rm(chartsDir, { recursive: true, force: true }));
 
 interface Ran {
   code: number | null;

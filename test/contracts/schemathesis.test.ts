@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { adapterToken, issue, setState } from '../internal/support.ts';
 import {
   type Orchestration,
   PASSWORD,
-  startOrchestration,
   uniqueSlug,
+  useOrchestration,
 } from '../provisioning/support.ts';
 import { client, seedUser } from '../support/api.ts';
 import { createTenant, TENANT_ROW_FIXTURES } from '../support/fixtures.ts';
@@ -23,7 +23,6 @@ import {
 /** Per operation; bounded so the file stays within a few minutes on two loaded cores. */
 const MAX_EXAMPLES = 10;
 
-let o: Orchestration;
 let tenantId: string;
 let adminSession: string;
 let logoutSession: string;
@@ -40,52 +39,56 @@ async function signIn(email: string): Promise<string> {
   return cookie;
 }
 
-before(async () => {
-  // First, so a machine without it fails at once with the command that installs it.
-  await requireSchemathesis();
-  // The orchestrator loop stays off: tenants created by the fuzzer stay pending, but the API
-  // has the real secret store and chart catalog behind POST /api/mssp/tenants and :upgrade.
-  o = await startOrchestration({ run: false });
-  tenantId = await createTenant(o.db.pools.mssp, uniqueSlug('st'));
-  await setState(o.db, tenantId, 'active');
-  // Two rows per tenant table, so lists page (limit=1 yields a cursor) and rows meet the
-  // response schemas.
-  for (let i = 0; i < 2; i++) {
-    for (const insert of Object.values(TENANT_ROW_FIXTURES)) {
-      await o.db.app.withTenant(tenantId, (tx) => insert(tx, tenantId));
+// The orchestrator loop stays off: tenants created by the fuzzer stay pending, but the API has
+// the real secret store and chart catalog behind POST /api/mssp/tenants and :upgrade.
+const o: Orchestration = useOrchestration(
+  async () => {
+    // First, so a machine without it fails at once with the command that installs it.
+    await requireSchemathesis();
+    return { run: false };
+  },
+  async () => {
+    tenantId = await createTenant(o.db.pools.mssp, uniqueSlug('st'));
+    await setState(o.db, tenantId, 'active');
+    // Two rows per tenant table, so lists page (limit=1 yields a cursor) and rows meet the
+    // response schemas.
+    for (let i = 0; i < 2; i++) {
+      for (const insert of Object.values(TENANT_ROW_FIXTURES)) {
+        await o.db.app.withTenant(tenantId, (tx) => insert(tx, tenantId));
+      }
     }
-  }
-  // A second tenant: the customer must not see it, and the MSSP tenant list pages.
-  const other = await createTenant(o.db.pools.mssp, uniqueSlug('st'));
-  for (const insert of Object.values(TENANT_ROW_FIXTURES)) {
-    await o.db.app.withTenant(other, (tx) => insert(tx, other));
-  }
-  reviews = (
-    await o.db.pools.mssp.query<{ id: string }>(
-      'SELECT id FROM pending_reviews WHERE tenant_id = $1 ORDER BY id',
-      [tenantId],
-    )
-  ).rows.map((r) => r.id);
-  await issue(o.db, tenantId);
-  adapter = await adapterToken(o.api, tenantId);
+    // A second tenant: the customer must not see it, and the MSSP tenant list pages.
+    const other = await createTenant(o.db.pools.mssp, uniqueSlug('st'));
+    for (const insert of Object.values(TENANT_ROW_FIXTURES)) {
+      await o.db.app.withTenant(other, (tx) => insert(tx, other));
+    }
+    reviews = (
+      await o.db.pools.mssp.query<{ id: string }>(
+        'SELECT id FROM pending_reviews WHERE tenant_id = $1 ORDER BY id',
+        [tenantId],
+      )
+    ).rows.map((r) => r.id);
+    await issue(o.db, tenantId);
+    adapter = await adapterToken(o.api, tenantId);
 
-  const admin = `root-${uniqueSlug('st')}@mssp.test`;
-  await seedUser(o.db, o.api.hasher, { email: admin, role: 'platform_admin', password: PASSWORD });
-  adminSession = await signIn(admin);
-  logoutSession = await signIn(admin);
-  const viewer = `viewer-${uniqueSlug('st')}@customer.test`;
-  await seedUser(o.db, o.api.hasher, {
-    email: viewer,
-    role: 'customer_viewer',
-    tenantId,
-    password: PASSWORD,
-  });
-  viewerSession = await signIn(viewer);
-});
-
-after(async () => {
-  await o?.close();
-});
+    const admin = `root-${uniqueSlug('st')}@mssp.test`;
+    await seedUser(o.db, o.api.hasher, {
+      email: admin,
+      role: 'platform_admin',
+      password: PASSWORD,
+    });
+    adminSession = await signIn(admin);
+    logoutSession = await signIn(admin);
+    const viewer = `viewer-${uniqueSlug('st')}@customer.test`;
+    await seedUser(o.db, o.api.hasher, {
+      email: viewer,
+      role: 'customer_viewer',
+      tenantId,
+      password: PASSWORD,
+    });
+    viewerSession = await signIn(viewer);
+  },
+);
 
 /**
  * Event streams never end by themselves: schemathesis reads one until 20 events arrive or the

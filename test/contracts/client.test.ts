@@ -3,12 +3,13 @@ import { after, before, test } from 'node:test';
 import { createSvcClient } from '../../contracts/index.ts';
 import { seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 
 let db: TestDatabase;
 let api: TestApi;
 before(async () => {
   db = await createTestDatabase();
-  api = await startTestApi(db);
+  api = await startTestApi(db, { hash: { params: TEST_HASH_PARAMS } });
   await seedUser(db, api.hasher, {
     email: 'sdk@mssp.test',
     role: 'platform_admin',

@@ -3,6 +3,7 @@ import { after, before, test } from 'node:test';
 import { type SvcClient, tenantContract } from '../../contracts/index.ts';
 import { client, problemCode, seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 import {
   anonymous,
   bearer,
@@ -21,7 +22,7 @@ let analystId: string;
 
 before(async () => {
   db = await createTestDatabase();
-  api = await startTestApi(db);
+  api = await startTestApi(db, { hash: { params: TEST_HASH_PARAMS } });
   analystId = await seedUser(db, api.hasher, {
     email: 'an@mssp.test',
     role: 'analyst',

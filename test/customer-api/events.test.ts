@@ -5,6 +5,7 @@ import { appendEvent, type StoredEvent } from '../../src/domains/events/index.ts
 import { waitFor } from '../events/support.ts';
 import { client, seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 import { PASSWORD, type SeededTenant, seedTenant } from './support.ts';
 
 let db: TestDatabase;
@@ -14,7 +15,7 @@ let b: SeededTenant;
 
 before(async () => {
   db = await createTestDatabase();
-  api = await startTestApi(db);
+  api = await startTestApi(db, { hash: { params: TEST_HASH_PARAMS } });
   const staffId = await seedUser(db, api.hasher, {
     email: 'an@mssp.test',
     role: 'analyst',

@@ -3,6 +3,7 @@ import { after, before, test } from 'node:test';
 import { type SvcClient, tenantContract } from '../../contracts/index.ts';
 import { problemCode, seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 import {
   assertMatches,
   assertNoneOf,
@@ -23,7 +24,7 @@ const INSTALL_SECRET = 'INSTALL-ONLY-ROW';
 
 before(async () => {
   db = await createTestDatabase();
-  api = await startTestApi(db);
+  api = await startTestApi(db, { hash: { params: TEST_HASH_PARAMS } });
   const staffId = await seedUser(db, api.hasher, {
     email: 'an@mssp.test',
     role: 'analyst',

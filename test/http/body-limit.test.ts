@@ -5,6 +5,7 @@ import { after, before, test } from 'node:test';
 import { MAX_BODY_BYTES } from '../../src/http/body-limit.ts';
 import { client, seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 
 let db: TestDatabase;
 let api: TestApi;
@@ -15,7 +16,7 @@ const MiB = 1024 * 1024;
 
 before(async () => {
   db = await createTestDatabase();
-  api = await startTestApi(db);
+  api = await startTestApi(db, { hash: { params: TEST_HASH_PARAMS } });
   const email = `body-limit-${randomUUID()}@example.test`;
   await seedUser(db, api.hasher, { email, role: 'analyst', password: PASSWORD });
   const browser = client(api);

@@ -8,6 +8,7 @@ import type { Route } from '../../contracts/route.ts';
 import { client, seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant, TENANT_ROW_FIXTURES } from '../support/fixtures.ts';
+import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 
 /**
  * Issue 10 item 5: U+0000 and lone surrogates are refused by the contract layer for every
@@ -28,7 +29,7 @@ const PASSWORD = 'correct horse battery';
 
 before(async () => {
   db = await createTestDatabase();
-  api = await startTestApi(db);
+  api = await startTestApi(db, { hash: { params: TEST_HASH_PARAMS } });
   tenant = await createTenant(db.pools.app);
   await db.app.withTenant(
     tenant,

@@ -3,6 +3,7 @@ import { after, before, test } from 'node:test';
 import { client, seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
+import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 
 let db: TestDatabase;
 let api: TestApi;
@@ -12,7 +13,7 @@ const PASSWORD = 'correct horse battery';
 
 before(async () => {
   db = await createTestDatabase();
-  api = await startTestApi(db);
+  api = await startTestApi(db, { hash: { params: TEST_HASH_PARAMS } });
   const tenant = await createTenant(db.pools.app);
   await seedUser(db, api.hasher, {
     email: 'pa@mssp.test',

@@ -6,6 +6,7 @@ import { LIFETIMES } from '../../src/tokens/index.ts';
 import { client, problemCode, seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
+import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 import { decodePart, encode, freshKey, signEd, signHs256 } from '../tokens/forge.ts';
 import {
   adapterToken,
@@ -25,7 +26,7 @@ const PASSWORD = 'correct horse battery';
 
 before(async () => {
   db = await createTestDatabase();
-  api = await startTestApi(db);
+  api = await startTestApi(db, { hash: { params: TEST_HASH_PARAMS } });
   svc = createSvcClient({ baseUrl: api.url });
   tenant = await createTenant(db.pools.app, 'alpha');
   await setState(db, tenant, 'provisioning');

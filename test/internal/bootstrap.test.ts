@@ -5,6 +5,7 @@ import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
 import { problemCode, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
+import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 import { auditRows, bearer, issue, raw, setState } from './support.ts';
 
 let db: TestDatabase;
@@ -15,7 +16,7 @@ let tenantB: string;
 
 before(async () => {
   db = await createTestDatabase();
-  api = await startTestApi(db);
+  api = await startTestApi(db, { hash: { params: TEST_HASH_PARAMS } });
   svc = createSvcClient({ baseUrl: api.url });
   tenantA = await createTenant(db.pools.app, 'alpha');
   tenantB = await createTenant(db.pools.app, 'bravo');

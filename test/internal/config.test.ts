@@ -8,6 +8,7 @@ import { problemCode, startTestApi, type TestApi } from '../support/api.ts';
 import { getTestCluster } from '../support/cluster.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
+import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 import { adapterToken, bearer, issue, setState } from './support.ts';
 
 let db: TestDatabase;
@@ -91,7 +92,7 @@ const ids: Record<string, string> = {};
 
 before(async () => {
   db = await createTestDatabase();
-  api = await startTestApi(db);
+  api = await startTestApi(db, { hash: { params: TEST_HASH_PARAMS } });
   svc = createSvcClient({ baseUrl: api.url });
   const cluster = getTestCluster();
   core = cluster.kubeConfig.makeApiClient(CoreV1Api);

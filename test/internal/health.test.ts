@@ -5,6 +5,7 @@ import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
 import { problemCode, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
+import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 import {
   adapterToken,
   auditRows,
@@ -23,7 +24,7 @@ let svc: SvcClient;
 
 before(async () => {
   db = await createTestDatabase();
-  api = await startTestApi(db);
+  api = await startTestApi(db, { hash: { params: TEST_HASH_PARAMS } });
   svc = createSvcClient({ baseUrl: api.url });
 });
 after(async () => {

@@ -19,6 +19,7 @@ import { createTestNamespace } from '../../testcluster/harness.ts';
 import { seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { getTestCluster, type TestCluster } from '../support/cluster.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 import { testStorageClass } from '../support/volumes.ts';
 
 export const PASSWORD = 'correct horse battery';
@@ -108,6 +109,7 @@ export async function startOrchestration(
   const secrets = createSecretStore(kubeConfig, installNamespace);
   // The configuration of a test install: the test's namespace, identity and storage class.
   const api = await startTestApi(db, {
+    hash: { params: TEST_HASH_PARAMS },
     env: {
       SVC_INSTALL_NAMESPACE: installNamespace,
       SVC_SERVICE_ACCOUNT: options.serviceAccount ?? 'svc',

@@ -74,7 +74,13 @@ export async function unitOfWork<T>(pool: pg.Pool, fn: () => Promise<T>): Promis
   } catch (error) {
     outcome = { ok: false, error };
   }
-  await unit.turn;
+  // Scopes still queued (one started and not awaited) finish first; `ended` is set in the same
+  // tick as the last check, so no scope can queue behind it and meet a released connection.
+  let last: Promise<void>;
+  do {
+    last = unit.turn;
+    await last;
+  } while (unit.turn !== last);
   unit.ended = true;
   const committed = await finish(unit);
   if (!outcome.ok) throw outcome.error;

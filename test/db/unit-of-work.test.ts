@@ -195,6 +195,28 @@ test('§5.7.5 issue 11: a scope started from a unit after it ended (a timer, a s
   assert.equal(result.tenant, b);
 });
 
+test('§5.7.5 issue 11: a scope a handler started without awaiting, queued as the unit ends, keeps its tenant and its work', async () => {
+  for (let depth = 0; depth < 6; depth++) {
+    let late: Promise<string | null> | undefined;
+    const title = `late-${depth}`;
+    await db.app.unitOfWork(async () => {
+      await db.app.withTenant(a, transactionOf);
+      // Started from a chain of microtasks, so it queues while the unit is finishing: it must
+      // either join before the commit or run on its own, never on the released connection.
+      let step: Promise<void> = Promise.resolve();
+      for (let i = 0; i < depth; i++) step = step.then(() => undefined);
+      late = step.then(() =>
+        db.app.withTenant(b, async (tx) => {
+          await addInvestigation(tx, b, title);
+          return (await transactionOf(tx)).tenant;
+        }),
+      );
+    });
+    assert.equal(await late, b, `depth ${depth}: the late scope has its tenant`);
+    assert.ok((await titles(b)).includes(title), `depth ${depth}: its work is committed`);
+  }
+});
+
 test('§5.7.5 issue 11: the context is a checked uuid before it is written into SQL', async () => {
   await assert.rejects(
     db.app.unitOfWork(() => db.app.withTenant("x'; SET ROLE svc_admin; --", async () => 1)),

@@ -77,6 +77,8 @@ export interface Core {
 export async function composeCore(input: CoreInput): Promise<Core> {
   const { config } = input;
   const now = input.now ?? (() => new Date());
+  // First, so an unreadable key leaves no pool behind.
+  const key = input.signingKey ?? (await signingKey(config));
   const db = input.db ?? createAppDatabase(input.target, input.poolSize);
   const system = createSystemGate(input.target);
   const hasher = createPasswordHasher({
@@ -84,7 +86,6 @@ export async function composeCore(input: CoreInput): Promise<Core> {
     queue: config.auth.hashQueue,
     ...(input.hashParams ? { params: input.hashParams } : {}),
   });
-  const key = input.signingKey ?? (await signingKey(config));
   return {
     config,
     logger: input.logger,

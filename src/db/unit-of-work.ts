@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type pg from 'pg';
-import { assertTenantId, inTransaction, type Transaction } from './tenant-context.ts';
+import { assertTenantId, inTransaction, type Transaction, withTenant } from './tenant-context.ts';
 
 /**
  * One connection and one transaction for a whole request (DESIGN "HTTP"): every scope the
@@ -135,11 +135,7 @@ export async function inScope<T>(
   if (tenantId !== null) assertTenantId(tenantId);
   const current = ambient.getStore();
   if (!current || current.inScope || current.unit.ended || current.unit.pool !== pool) {
-    return inTransaction(pool, async (tx) => {
-      if (tenantId !== null)
-        await tx.query(`SELECT set_config('app.current_tenant_id', $1, true)`, [tenantId]);
-      return fn(tx);
-    });
+    return tenantId === null ? inTransaction(pool, fn) : withTenant(pool, tenantId, fn);
   }
   const unit = current.unit;
   const previous = unit.turn;

@@ -80,7 +80,11 @@ export async function startBare(target: DatabaseTarget, clock: Clock): Promise<S
   const app = new Hono();
   app.get('/overview/:tenantId', async (c) => {
     const now = clock.now();
-    const { rows } = await pool.query<OverviewRow>(BASELINE_SQL, [c.req.param('tenantId'), now]);
+    const { rows } = await pool.query<OverviewRow>({
+      name: 'bare.overview',
+      text: BASELINE_SQL,
+      values: [c.req.param('tenantId'), now],
+    });
     const row = rows[0];
     if (!row) return c.json({ code: 'tenant_not_found' }, 404);
     c.header('Cache-Control', 'no-store');

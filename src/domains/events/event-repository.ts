@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type * as s from 'zapatos/schema';
+import { prepared } from '../../db/prepared.ts';
 import type { TenantTx } from '../../db/tenant-context.ts';
 
 /** One row of `events` as the application sees it. Ids are decimal strings (bigint). */
@@ -129,8 +130,11 @@ export async function readEventsAfter(
   limit: number,
 ): Promise<StoredEvent[]> {
   const { rows } = await tx.query<EventRow>(
-    `SELECT ${COLUMNS} FROM events WHERE id > $1::bigint ORDER BY id LIMIT $2`,
-    [String(afterId), limit],
+    prepared(
+      'events.after',
+      `SELECT ${COLUMNS} FROM events WHERE id > $1::bigint ORDER BY id LIMIT $2`,
+      [String(afterId), limit],
+    ),
   );
   return rows.map(toEvent);
 }

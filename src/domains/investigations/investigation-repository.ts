@@ -1,4 +1,5 @@
 import { type KeysetPage, type KeysetRequest, keyset, toKeysetPage } from '../../db/keyset.ts';
+import { prepared } from '../../db/prepared.ts';
 import type { TenantTx } from '../../db/tenant-context.ts';
 import type {
   CustomerInvestigationRow,
@@ -38,7 +39,9 @@ export async function readOverview(
   tenantId: string,
   now: Date,
 ): Promise<OverviewRow | undefined> {
-  const { rows } = await tx.query<OverviewRow>(OVERVIEW, [now, tenantId]);
+  const { rows } = await tx.query<OverviewRow>(
+    prepared('investigations.overview', OVERVIEW, [now, tenantId]),
+  );
   return rows[0];
 }
 
@@ -50,14 +53,17 @@ export async function listCustomerInvestigations(
 ): Promise<KeysetPage<CustomerInvestigationRow>> {
   const k = keyset('opened_at', page, 3);
   const { rows } = await tx.query<CustomerInvestigationRow & { sort_key: string }>(
-    `SELECT id, title, summary, status, severity, verdict, source, source_ref,
-            opened_at, updated_at, resolved_at, closed_at, ${k.sortKey}
-       FROM investigations
-      WHERE ($1::text IS NULL OR status = $1)
-        AND ($2::text IS NULL OR severity = $2)
-        AND ${k.after}
-      ${k.orderLimit}`,
-    [filters.status ?? null, filters.severity ?? null, ...k.params],
+    prepared(
+      'investigations.customer-list',
+      `SELECT id, title, summary, status, severity, verdict, source, source_ref,
+              opened_at, updated_at, resolved_at, closed_at, ${k.sortKey}
+         FROM investigations
+        WHERE ($1::text IS NULL OR status = $1)
+          AND ($2::text IS NULL OR severity = $2)
+          AND ${k.after}
+        ${k.orderLimit}`,
+      [filters.status ?? null, filters.severity ?? null, ...k.params],
+    ),
   );
   return toKeysetPage(rows, page.limit);
 }

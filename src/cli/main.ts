@@ -2,8 +2,10 @@ import { Command, Option } from 'commander';
 import { runDbUrl, runMigrate, runPsql } from '../app/database-commands.ts';
 import { ConfigError, loadConfig } from '../config/index.ts';
 import { createLogger } from '../log/index.ts';
+import { adapterCommand } from './adapter.ts';
 import { runCreateAdmin, runSetPassword } from './auth.ts';
 import { runOrchestrator } from './orchestrator.ts';
+import { registerProjectionCommands } from './projections.ts';
 import { serve } from './serve.ts';
 import { registerTenantCommands } from './tenants/commands.ts';
 
@@ -42,6 +44,13 @@ program
     const config = configOrExit();
     await runOrchestrator(config, createLogger(config.logLevel));
   });
+
+program
+  .command('adapter')
+  .description(
+    "Run a tenant's adapter sidecar: heartbeat, token upkeep and alert ingest from its indexer (docs/adapter.md)",
+  )
+  .action(adapterCommand);
 
 program
   .command('migrate')
@@ -102,6 +111,7 @@ auth
   });
 
 registerTenantCommands(program);
+registerProjectionCommands(program, configOrExit, (config) => createLogger(config.logLevel));
 
 /** `svc auth set-password`, as typed: the names from the program down to this command. */
 function fullName(command: Command): string {

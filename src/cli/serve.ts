@@ -1,5 +1,5 @@
 import { serve as listen } from '@hono/node-server';
-import { composeApi, composeTenancy, openCore } from '../app/compose.ts';
+import { composeApi, composeProjector, composeTenancy, openCore } from '../app/compose.ts';
 import { generatePassword } from '../auth/passwords.ts';
 import type { Config } from '../config/index.ts';
 import type { UserService } from '../domains/users/user-service.ts';
@@ -22,7 +22,16 @@ export async function serve(config: Config, logger: Logger): Promise<void> {
       });
       if (core.runtime.embedded && config.authMode === 'internal')
         await createFirstAdmin(config, api.services.users);
-      await listenUntilSignal(config, logger, api, core.runtime.embedded);
+      // Shares the API's event hub (one LISTEN connection per process); SVC_PROJECTOR=off
+      // leaves the folding to another svc serve replica.
+      const projector = await composeProjector(core, { events: api.events });
+      if (!config.projector.enabled)
+        logger.info('SVC_PROJECTOR=off: projections are not folded here');
+      try {
+        await listenUntilSignal(config, logger, api, core.runtime.embedded);
+      } finally {
+        await projector.stop();
+      }
       await api.close();
     } finally {
       await cluster?.tenancy.stop();

@@ -2,6 +2,7 @@ import { AUTH_SETTINGS, type AuthConfig, type AuthMode, readAuth, readAuthMode }
 import { CLI_SETTINGS } from './cli.ts';
 import { DATABASE_SETTINGS, type DatabaseConfig, readDatabase } from './database.ts';
 import type { Env, Setting } from './env.ts';
+import { INGEST_SETTINGS, type IngestConfig, readIngest } from './ingest.ts';
 import { INSTALL_SETTINGS, type InstallConfig, readInstall, readPlacement } from './install.ts';
 import {
   ORCHESTRATOR_SETTINGS,
@@ -9,6 +10,7 @@ import {
   readOrchestrator,
 } from './orchestrator.ts';
 import { OUTBOUND_SETTINGS, type OutboundConfig, readOutbound } from './outbound.ts';
+import { PROJECTOR_SETTINGS, type ProjectorConfig, readProjector } from './projector.ts';
 import { readServer, SERVER_SETTINGS, type ServerConfig } from './server.ts';
 import { readTokenKey, TOKEN_KEY_SETTINGS, type TokenKeyConfig } from './token-key.ts';
 
@@ -20,8 +22,10 @@ export {
   type DatabaseRole,
 } from './database.ts';
 export { ConfigError, durationMs } from './env.ts';
+export type { IngestConfig } from './ingest.ts';
 export type { InstallConfig } from './install.ts';
 export { type OrchestratorConfig, parseImage } from './orchestrator.ts';
+export type { ProjectorConfig } from './projector.ts';
 export type { TokenKeyConfig } from './token-key.ts';
 
 export interface Config extends ServerConfig {
@@ -38,7 +42,9 @@ export interface Config extends ServerConfig {
   database: DatabaseConfig;
   install: InstallConfig;
   orchestrator: OrchestratorConfig;
+  projector: ProjectorConfig;
   outbound: OutboundConfig;
+  ingest: IngestConfig;
 }
 
 /** Every environment variable svc reads; the README's configuration table mirrors this. */
@@ -48,7 +54,9 @@ export const SETTINGS = {
   ...TOKEN_KEY_SETTINGS,
   ...INSTALL_SETTINGS,
   ...ORCHESTRATOR_SETTINGS,
+  ...PROJECTOR_SETTINGS,
   ...OUTBOUND_SETTINGS,
+  ...INGEST_SETTINGS,
   ...CLI_SETTINGS,
   ...DATABASE_SETTINGS,
 } as const satisfies Record<string, Setting>;
@@ -64,6 +72,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     database: readDatabase(env),
     install: readInstall(env),
     orchestrator: readOrchestrator(env),
+    projector: readProjector(env),
     outbound: readOutbound(env),
+    ingest: readIngest(env),
   };
 }

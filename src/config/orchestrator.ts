@@ -99,7 +99,7 @@ export function readOrchestrator(env: Env): OrchestratorConfig {
     chartsDir: read(env, 'SVC_TENANT_CHARTS_DIR'),
     installVersion: read(env, 'SVC_TENANT_CHART_VERSION'),
     helmBinary: read(env, 'SVC_HELM_BIN') ?? 'helm',
-    adapterImage: parseImage(read(env, 'SVC_ADAPTER_IMAGE') ?? 'svc-adapter:0.1.0'),
+    adapterImage: parseImage(read(env, 'SVC_ADAPTER_IMAGE') ?? 'svc:0.1.0'),
     apiUrl: read(env, 'SVC_API_URL'),
     storageClassName: read(env, 'SVC_TENANT_STORAGE_CLASS') ?? '',
     edgePortBase: read(env, 'SVC_EDGE_PORT_BASE') ?? 20_000,

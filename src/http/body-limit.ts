@@ -91,14 +91,28 @@ async function readWeb(
   }
 }
 
+/** A larger bound for one route, named by method and exact path (`POST /api/...`). */
+export interface RouteBodyLimit {
+  method: string;
+  path: string;
+  max: number;
+}
+
 /**
  * App-level body bound, installed before authentication, CSRF and every handler: a declared
  * Content-Length above `max` is refused before a byte is read; a chunked or undeclared body is
  * counted as it arrives and refused the moment it passes `max`, so no more than `max` bytes of
- * any request are ever held. Handlers then read the already-buffered body as usual.
+ * any request are ever held. Handlers then read the already-buffered body as usual. A route in
+ * `larger` gets its own bound instead, the same way and at the same point (before its
+ * authentication too: which bound applies depends only on the method and path).
  */
-export function limitBody(max = MAX_BODY_BYTES): MiddlewareHandler {
+export function limitBody(
+  defaultMax = MAX_BODY_BYTES,
+  larger: readonly RouteBodyLimit[] = [],
+): MiddlewareHandler {
+  const byRoute = new Map(larger.map((l) => [`${l.method} ${l.path}`, l.max]));
   return async (c, next) => {
+    const max = byRoute.get(`${c.req.method} ${c.req.path}`) ?? defaultMax;
     const declared = c.req.header('content-length');
     if (declared !== undefined && Number(declared) > max) throw tooLarge(max);
     const incoming = (c.env as { incoming?: Readable } | undefined)?.incoming;

@@ -9,9 +9,15 @@ const compiled = new WeakMap<TSchema, ReturnType<typeof Compile>>();
 
 /**
  * Reads a JSON body and validates it against a closed TypeBox schema. Every failure is a
- * problem with a stable code; validation errors list the failing field paths.
+ * problem with a stable code; validation errors list the failing field paths. `precheck` sees
+ * the parsed value before the schema does, for a refusal that must win over validation (a
+ * batch with too many items is 413, not a 400 naming `maxItems`).
  */
-export async function readJson<S extends TSchema>(c: Context, schema: S): Promise<Type.Static<S>> {
+export async function readJson<S extends TSchema>(
+  c: Context,
+  schema: S,
+  precheck?: (value: unknown) => void,
+): Promise<Type.Static<S>> {
   const type = c.req.header('content-type') ?? '';
   if (!/^application\/json\s*(;|$)/i.test(type)) {
     throw new ProblemError(415, 'unsupported_media_type', 'Request body must be application/json');
@@ -24,6 +30,7 @@ export async function readJson<S extends TSchema>(c: Context, schema: S): Promis
   } catch {
     throw new ProblemError(400, 'malformed_json', 'Request body is not valid JSON');
   }
+  precheck?.(value);
   refuseUnstorableText(value);
   let check = compiled.get(schema);
   if (!check) {

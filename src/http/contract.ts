@@ -173,8 +173,14 @@ export function implement<R extends Route>(
   app: Hono,
   r: R,
   guards: MiddlewareHandler[],
+  options: RouteOptions = {},
 ): (handler: RouteHandler<R>) => void {
-  return (handler) => register(app, r, guards, handler);
+  return (handler) => register(app, r, guards, handler, options);
+}
+
+export interface RouteOptions {
+  /** Sees the parsed body before schema validation (readJson's `precheck`). */
+  bodyPrecheck?: (value: unknown) => void;
 }
 
 function register<R extends Route>(
@@ -182,13 +188,14 @@ function register<R extends Route>(
   r: R,
   guards: MiddlewareHandler[],
   handler: RouteHandler<R>,
+  options: RouteOptions,
 ): void {
   const { honoPath, match } = compilePath(r.path);
   const final: MiddlewareHandler = async (c) => {
     const raw = match(c.req.path) ?? {};
     const params = r.params ? validate(r.params, raw, 'params') : undefined;
     const query = r.query ? validate(r.query, c.req.query(), 'query') : undefined;
-    const body = r.body ? await readJson(c, r.body) : undefined;
+    const body = r.body ? await readJson(c, r.body, options.bodyPrecheck) : undefined;
     const result = await handler(c, { params, query, body } as RouteRequest<R>);
     if ('raw' in result) return result.raw;
     const status = result.status as number;

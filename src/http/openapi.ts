@@ -37,7 +37,7 @@ const SHARED_PROBLEMS: Record<number, string> = {
   400: 'Invalid input: `validation_failed` (a path parameter, query parameter or body field; `errors` lists them), `invalid_characters`, `malformed_json`',
   401: 'No valid credential: `unauthenticated`, `session_expired`, `invalid_token`',
   403: 'Refused: `forbidden` or `wrong_family` (role), `csrf_rejected` (state-changing request from a foreign origin), `password_change_required`, `outside_impersonated_tenant`',
-  413: '`payload_too_large`: request bodies are limited to 1 MiB (refused while streaming)',
+  413: "`payload_too_large`: request bodies are limited to 1 MiB, 4 MiB for the adapter's alert batches (refused while streaming); `batch_too_large`: more than 500 alerts in one batch",
   415: '`unsupported_media_type`: request bodies must be application/json',
   503: '`database_unavailable` (retry after `Retry-After`); `auth_busy` where a password is hashed',
 };

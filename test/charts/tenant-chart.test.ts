@@ -167,12 +167,14 @@ test('§9.5.1 render: the whole tenant data plane, every object in the release n
     'Deployment/monitor-dashboard',
     'Deployment/svc-adapter',
     'LimitRange/svc-tenant-limits',
+    'NetworkPolicy/allow-adapter-to-indexer',
     'NetworkPolicy/allow-dns',
     'NetworkPolicy/allow-install-namespace',
     'NetworkPolicy/allow-llm-egress',
     'NetworkPolicy/allow-monitor-agents',
     'NetworkPolicy/allow-same-namespace',
     'NetworkPolicy/default-deny',
+    'NetworkPolicy/svc-adapter',
     'ResourceQuota/svc-tenant-quota',
     'Service/analysis',
     'Service/analysis-search',
@@ -419,10 +421,19 @@ test('§2.9 pods: readiness probes, declared resources, non-root where the image
             ref.key,
           );
         }
-        assert.ok(
-          !(e.value ?? '').includes('password'),
-          `${owner} ${e.name} holds no literal secret`,
-        );
+        if (e.name.endsWith('_FILE')) {
+          // A file variable names a path, and that path lies in a mounted volume.
+          const mounts = (c.volumeMounts ?? []).map((m: Manifest) => `${m.mountPath}/`);
+          assert.ok(
+            mounts.some((m: string) => e.value.startsWith(m)),
+            `${owner} ${e.name} is a file in a mounted volume`,
+          );
+        } else {
+          assert.ok(
+            !(e.value ?? '').includes('password'),
+            `${owner} ${e.name} holds no literal secret`,
+          );
+        }
       }
     }
     // The wazuh manager image starts as root and drops privileges itself (docs/charts-tenant.md).
@@ -441,7 +452,7 @@ test('§2.9 pods: readiness probes, declared resources, non-root where the image
   }
 });
 
-test('§2.9 network policies: default deny, same and install namespace, DNS, agents on 1514/1515, LLM egress', () => {
+test('§2.9 network policies: default deny, same and install namespace but the adapter, DNS, agents on 1514/1515, LLM egress for the analysis server only', () => {
   const policy = (name: string) => find(sample, 'NetworkPolicy', name).spec;
   assert.deepEqual(policy('default-deny'), { podSelector: {}, policyTypes: ['Ingress', 'Egress'] });
   const install = {
@@ -449,7 +460,18 @@ test('§2.9 network policies: default deny, same and install namespace, DNS, age
   };
   assert.deepEqual(policy('allow-install-namespace').ingress, [{ from: [install] }]);
   assert.deepEqual(policy('allow-install-namespace').egress, [{ to: [install] }]);
-  assert.deepEqual(policy('allow-same-namespace').ingress, [{ from: [{ podSelector: {} }] }]);
+  // The adapter is neither selected nor a peer of the open policies (test/charts/tenant-adapter.test.ts).
+  const notAdapter = {
+    matchExpressions: [
+      { key: 'app.kubernetes.io/name', operator: 'NotIn', values: ['svc-adapter'] },
+    ],
+  };
+  for (const name of ['allow-same-namespace', 'allow-install-namespace'])
+    assert.deepEqual(policy(name).podSelector, notAdapter, name);
+  assert.deepEqual(policy('allow-same-namespace').ingress, [
+    { from: [{ podSelector: notAdapter }] },
+  ]);
+  assert.deepEqual(policy('allow-same-namespace').egress, [{ to: [{ podSelector: notAdapter }] }]);
   assert.deepEqual(policy('allow-dns').egress[0].to, [
     { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } } },
   ]);
@@ -466,10 +488,9 @@ test('§2.9 network policies: default deny, same and install namespace, DNS, age
   const llm = find(sample, 'NetworkPolicy', 'allow-llm-egress');
   assert.equal(llm.metadata.annotations['svc/allowed-llm-hosts'], 'llm.example.com');
   assert.deepEqual(llm.spec.egress, [{ ports: [{ protocol: 'TCP', port: 443 }] }]);
-  assert.deepEqual(llm.spec.podSelector.matchExpressions[0].values, [
-    'analysis-server',
-    'svc-adapter',
-  ]);
+  assert.deepEqual(llm.spec.podSelector, {
+    matchLabels: { 'app.kubernetes.io/name': 'analysis-server' },
+  });
   assert.equal(noPolicies.filter((o) => o.kind === 'NetworkPolicy').length, 0);
 });
 

@@ -141,6 +141,32 @@ test('issue 10: schemathesis finds no failure as the adapter on /api/internal/*'
     includePathRegex: '^/api/internal/',
     headers: { Origin: o.api.origin },
     auth: { bearer: adapter },
+    operations: [
+      // An alert batch must also fit rules no JSON Schema can state: a timestamp the calendar
+      // has (no 02-30) within 1970–9999 once in UTC, and each alert at most 64 KiB serialized,
+      // refused with 400 and the alert's path. And more than 500 alerts is 413
+      // batch_too_large (the contract's own status), not 400. test/internal/ingest-limits.test.ts
+      // proves each of them.
+      {
+        name: 'POST /api/internal/adapter/alerts',
+        acceptedStatuses: ['2xx', '3xx', '400', '401', '403', '404', '409', '429', '5xx'],
+        rejectedStatuses: [
+          '400',
+          '401',
+          '403',
+          '404',
+          '405',
+          '406',
+          '409',
+          '413',
+          '415',
+          '422',
+          '428',
+          '429',
+          '5xx',
+        ],
+      },
+    ],
   });
 });
 

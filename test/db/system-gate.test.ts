@@ -18,6 +18,7 @@ const DESIGNATED_SYSTEM_MODULES: readonly string[] = [
   'orchestrator/runtime.ts', // hands the gate to the orchestrator, typed
   'orchestrator/context.ts', // the orchestrator's dependencies, typed (the purge below)
   'domains/audit/audit-service.ts', // mssp.audit: takes the gate, typed
+  'domains/projections/projection-service.ts', // projector.discover: takes the gate, typed
 ];
 
 /** Modules that enter the gate (call withSystem), each for a reason it names. */
@@ -27,6 +28,7 @@ const SYSTEM_GATE_CALLERS: readonly string[] = [
   'domains/tenants/tenant-service.ts', // fleet.summary: a cross-tenant rollup
   'domains/audit/audit-service.ts', // mssp.audit: the cross-tenant audit view
   'orchestrator/decommission.ts', // tenant.purge: a tenant's rows leave every table at once
+  'domains/projections/projection-service.ts', // projector.discover: tenants with unfolded events
 ];
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));

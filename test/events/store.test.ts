@@ -192,11 +192,11 @@ test('§5.7.8 the trigger functions are SECURITY INVOKER and not callable direct
   const { rows } = await db.pools.admin.query<{ name: string; definer: boolean; app: boolean }>(
     `SELECT proname AS name, prosecdef AS definer,
             has_function_privilege('svc_app', p.oid, 'EXECUTE') AS app
-       FROM pg_proc p WHERE proname IN ('events_notify', 'events_serialize_appends')
+       FROM pg_proc p WHERE proname IN ('events_notify_statement', 'events_serialize_appends')
       ORDER BY 1`,
   );
   assert.deepEqual(rows, [
-    { name: 'events_notify', definer: false, app: false },
+    { name: 'events_notify_statement', definer: false, app: false },
     { name: 'events_serialize_appends', definer: false, app: false },
   ]);
   const grants = await db.pools.admin.query<{ privilege_type: string }>(

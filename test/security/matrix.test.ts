@@ -415,6 +415,29 @@ const MATRIX: Record<string, Row> = {
     path: () => '/api/internal/adapter/config',
     expect: { ...SERVICE_ONLY, adapter: 'ok', worker: 403 },
   },
+  'POST /api/internal/adapter/alerts': {
+    route: I.alerts,
+    method: 'POST',
+    path: () => '/api/internal/adapter/alerts',
+    body: () => ({
+      alerts: [
+        {
+          id: '1764164701.1234567',
+          timestamp: '2026-11-26T13:45:01.123+0000',
+          rule: { id: '5712', level: 10, description: 'sshd: brute force' },
+          agent: { id: '001', name: 'web-01' },
+        },
+      ],
+      checkpoint: { search_after: [1764164701123, 'a'] },
+    }),
+    expect: { ...SERVICE_ONLY, adapter: 'ok', worker: 403 },
+  },
+  'GET /api/internal/adapter/checkpoint': {
+    route: I.checkpoint,
+    method: 'GET',
+    path: () => '/api/internal/adapter/checkpoint',
+    expect: { ...SERVICE_ONLY, adapter: 'ok', worker: 403 },
+  },
   'POST /api/internal/adapter/bootstrap (wrong credential)': {
     route: I.bootstrap,
     method: 'POST',

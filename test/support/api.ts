@@ -78,6 +78,8 @@ export interface TestApiOptions {
   env?: Record<string, string>;
   /** Internal targets tenant URLs may name (SVC_OUTBOUND_ALLOW_*). */
   outbound?: OutboundPolicy;
+  /** Listen on this port (a restarted API at the address its clients know); default any. */
+  port?: number;
 }
 
 /** Counts scopes (withTenant/withoutTenant/withScope) without changing them: the database stays real. */
@@ -149,7 +151,7 @@ export async function startTestApi(
     tenancy: orchestration?.api ?? options.tenancy,
     heartbeatMs: 1000,
   });
-  const server = serve({ fetch: api.app.fetch, hostname: '127.0.0.1', port: 0 });
+  const server = serve({ fetch: api.app.fetch, hostname: '127.0.0.1', port: options.port ?? 0 });
   await new Promise((resolve) => server.once('listening', resolve));
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;

@@ -69,6 +69,12 @@ export const TENANT_ROW_FIXTURES: Record<string, Inserter> = {
       `analyzer-${randomUUID()}`,
     ]);
   },
+  projection_checkpoints: async (tx, t) => {
+    await tx.query(
+      `INSERT INTO projection_checkpoints (tenant_id, projection, last_event_id) VALUES ($1, $2, 7)`,
+      [t, `p_${randomUUID().slice(0, 8).replaceAll('-', '')}`],
+    );
+  },
   pending_reviews: async (tx, t) => {
     const inv = await investigation(tx, t);
     await tx.query(
@@ -125,6 +131,22 @@ export const TENANT_ROW_FIXTURES: Record<string, Inserter> = {
       `INSERT INTO adapter_credentials (tenant_id, credential_hash) VALUES ($1, $2)
        ON CONFLICT (tenant_id) DO UPDATE SET credential_hash = excluded.credential_hash`,
       [t, randomUUID().replaceAll('-', '').repeat(2)],
+    );
+  },
+  ingest_checkpoints: async (tx, t) => {
+    await tx.query(
+      `INSERT INTO ingest_checkpoints (tenant_id, position, alerts_total)
+       VALUES ($1, '{"search_after":[1764164701123,"a"]}', 2)
+       ON CONFLICT (tenant_id, source) DO UPDATE SET alerts_total = excluded.alerts_total`,
+      [t],
+    );
+  },
+  alert_groups: async (tx, t) => {
+    await tx.query(
+      `INSERT INTO alert_groups (tenant_id, investigation_id, rule_id, agent_id, last_alert_at,
+                                 alert_count, closed_at)
+       VALUES ($1, $2, '5712', $3, now(), 1, now())`,
+      [t, randomUUID(), `agent-${randomUUID().slice(0, 8)}`],
     );
   },
   adapter_heartbeats: async (tx, t) => {

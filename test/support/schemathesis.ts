@@ -42,6 +42,11 @@ export interface OperationSettings {
    * 403, 404, 409, 429, 5xx), for refusals that depend on state no schema can hold.
    */
   acceptedStatuses?: string[];
+  /**
+   * Statuses that count as rejecting schema-violating input (schemathesis' default: 400, 401,
+   * 403, 404, 405, 406, 409, 415, 422, 428, 429, 5xx), for a refusal with a status of its own.
+   */
+  rejectedStatuses?: string[];
   /** Seconds; also how long an event stream is read before schemathesis stops listening. */
   requestTimeout?: number;
 }
@@ -96,6 +101,11 @@ function operationTable(op: OperationSettings): string {
   if (op.acceptedStatuses) {
     lines.push(
       `checks.positive_data_acceptance.expected-statuses = [${op.acceptedStatuses.map(tomlString).join(', ')}]`,
+    );
+  }
+  if (op.rejectedStatuses) {
+    lines.push(
+      `checks.negative_data_rejection.expected-statuses = [${op.rejectedStatuses.map(tomlString).join(', ')}]`,
     );
   }
   if (op.requestTimeout) lines.push(`request-timeout = ${op.requestTimeout}`);

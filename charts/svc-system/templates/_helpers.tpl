@@ -91,7 +91,7 @@ orchestrator differ only in SVC_ORCHESTRATOR, which each Deployment sets itself.
 - name: SVC_API_URL
   value: {{ printf "http://svc-api.%s.svc:8080" .Release.Namespace | quote }}
 - name: SVC_ADAPTER_IMAGE
-  value: {{ printf "%s/svc-adapter:%s" .Values.image.registry (.Values.image.tag | default .Chart.AppVersion) | quote }}
+  value: {{ include "svc.image" . | quote }}
 - name: SVC_LLM_PROVIDER
   value: {{ .Values.defaults.llm.provider | quote }}
 - name: SVC_LLM_BASE_URL

@@ -40,3 +40,21 @@ app.kubernetes.io/instance: {{ $root.Release.Name }}
 app.kubernetes.io/name: monitor-manager
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
+
+{{/*
+The port of adapter.apiUrl (80/443 by scheme when it names none): the only port the adapter may
+reach in the install namespace. svc-system's Service forwards 8080 to the API pods' 8080, so the
+URL's port is also the pod port a NetworkPolicy matches.
+*/}}
+{{- define "svc-tenant.apiPort" -}}
+{{- $url := urlParse .Values.adapter.apiUrl -}}
+{{- $port := regexFind ":[0-9]+$" $url.host | trimPrefix ":" -}}
+{{- $port | default (ternary "443" "80" (eq $url.scheme "https")) -}}
+{{- end -}}
+
+{{/*
+The indexer's own admin user (charts/monitor sets INDEXER_USERNAME admin for the manager and the
+dashboard); its password is svc-bootstrap's monitor-bootstrap-password. The chart provisions no
+other indexer user (docs/charts-tenant.md "Adapter").
+*/}}
+{{- define "svc-tenant.indexerUsername" -}}admin{{- end -}}

@@ -369,6 +369,239 @@ declare module 'zapatos/schema' {
   }
 
   /**
+   * **alert_groups**
+   * - Table in database
+   */
+  export namespace alert_groups {
+    export type Table = 'alert_groups';
+    export interface Selectable {
+      /**
+      * **alert_groups.agent_id**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      agent_id: string;
+      /**
+      * **alert_groups.alert_count**
+      * - `int8` in database
+      * - `NOT NULL`, no default
+      */
+      alert_count: db.Int8String;
+      /**
+      * **alert_groups.closed_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      closed_at: Date | null;
+      /**
+      * **alert_groups.investigation_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      investigation_id: string;
+      /**
+      * **alert_groups.last_alert_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      last_alert_at: Date;
+      /**
+      * **alert_groups.rule_id**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      rule_id: string;
+      /**
+      * **alert_groups.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+    }
+    export interface JSONSelectable {
+      /**
+      * **alert_groups.agent_id**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      agent_id: string;
+      /**
+      * **alert_groups.alert_count**
+      * - `int8` in database
+      * - `NOT NULL`, no default
+      */
+      alert_count: number;
+      /**
+      * **alert_groups.closed_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      closed_at: db.TimestampTzString | null;
+      /**
+      * **alert_groups.investigation_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      investigation_id: string;
+      /**
+      * **alert_groups.last_alert_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      last_alert_at: db.TimestampTzString;
+      /**
+      * **alert_groups.rule_id**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      rule_id: string;
+      /**
+      * **alert_groups.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+    }
+    export interface Whereable {
+      /**
+      * **alert_groups.agent_id**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      agent_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **alert_groups.alert_count**
+      * - `int8` in database
+      * - `NOT NULL`, no default
+      */
+      alert_count?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **alert_groups.closed_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      closed_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **alert_groups.investigation_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      investigation_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **alert_groups.last_alert_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      last_alert_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **alert_groups.rule_id**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      rule_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **alert_groups.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+    }
+    export interface Insertable {
+      /**
+      * **alert_groups.agent_id**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      agent_id: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **alert_groups.alert_count**
+      * - `int8` in database
+      * - `NOT NULL`, no default
+      */
+      alert_count: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment;
+      /**
+      * **alert_groups.closed_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      closed_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **alert_groups.investigation_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      investigation_id: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **alert_groups.last_alert_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      last_alert_at: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment;
+      /**
+      * **alert_groups.rule_id**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      rule_id: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **alert_groups.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string | db.Parameter<string> | db.SQLFragment;
+    }
+    export interface Updatable {
+      /**
+      * **alert_groups.agent_id**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      agent_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **alert_groups.alert_count**
+      * - `int8` in database
+      * - `NOT NULL`, no default
+      */
+      alert_count?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment>;
+      /**
+      * **alert_groups.closed_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      closed_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **alert_groups.investigation_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      investigation_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **alert_groups.last_alert_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      last_alert_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment>;
+      /**
+      * **alert_groups.rule_id**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      rule_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **alert_groups.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+    }
+    export type UniqueIndex = 'alert_groups_pkey' | 'alert_groups_tenant_open_key';
+    export type Column = keyof Selectable;
+    export type OnlyCols<T extends readonly Column[]> = Pick<Selectable, T[number]>;
+    export type SQLExpression = Table | db.ColumnNames<Updatable | (keyof Updatable)[]> | db.ColumnValues<Updatable> | Whereable | Column | db.ParentColumn | db.GenericSQLExpression;
+    export type SQL = SQLExpression | SQLExpression[];
+  }
+
+  /**
    * **analyzer_stats**
    * - Table in database
    */
@@ -1672,6 +1905,179 @@ declare module 'zapatos/schema' {
   }
 
   /**
+   * **ingest_checkpoints**
+   * - Table in database
+   */
+  export namespace ingest_checkpoints {
+    export type Table = 'ingest_checkpoints';
+    export interface Selectable {
+      /**
+      * **ingest_checkpoints.alerts_total**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      alerts_total: db.Int8String;
+      /**
+      * **ingest_checkpoints.position**
+      * - `jsonb` in database
+      * - `NOT NULL`, no default
+      */
+      position: db.JSONValue;
+      /**
+      * **ingest_checkpoints.source**
+      * - `text` in database
+      * - `NOT NULL`, default: `'wazuh'::text`
+      */
+      source: string;
+      /**
+      * **ingest_checkpoints.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+      /**
+      * **ingest_checkpoints.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at: Date;
+    }
+    export interface JSONSelectable {
+      /**
+      * **ingest_checkpoints.alerts_total**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      alerts_total: number;
+      /**
+      * **ingest_checkpoints.position**
+      * - `jsonb` in database
+      * - `NOT NULL`, no default
+      */
+      position: db.JSONValue;
+      /**
+      * **ingest_checkpoints.source**
+      * - `text` in database
+      * - `NOT NULL`, default: `'wazuh'::text`
+      */
+      source: string;
+      /**
+      * **ingest_checkpoints.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+      /**
+      * **ingest_checkpoints.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at: db.TimestampTzString;
+    }
+    export interface Whereable {
+      /**
+      * **ingest_checkpoints.alerts_total**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      alerts_total?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **ingest_checkpoints.position**
+      * - `jsonb` in database
+      * - `NOT NULL`, no default
+      */
+      position?: db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **ingest_checkpoints.source**
+      * - `text` in database
+      * - `NOT NULL`, default: `'wazuh'::text`
+      */
+      source?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **ingest_checkpoints.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **ingest_checkpoints.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+    }
+    export interface Insertable {
+      /**
+      * **ingest_checkpoints.alerts_total**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      alerts_total?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment;
+      /**
+      * **ingest_checkpoints.position**
+      * - `jsonb` in database
+      * - `NOT NULL`, no default
+      */
+      position: db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment;
+      /**
+      * **ingest_checkpoints.source**
+      * - `text` in database
+      * - `NOT NULL`, default: `'wazuh'::text`
+      */
+      source?: string | db.Parameter<string> | db.DefaultType | db.SQLFragment;
+      /**
+      * **ingest_checkpoints.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **ingest_checkpoints.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment;
+    }
+    export interface Updatable {
+      /**
+      * **ingest_checkpoints.alerts_total**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      alerts_total?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **ingest_checkpoints.position**
+      * - `jsonb` in database
+      * - `NOT NULL`, no default
+      */
+      position?: db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment | db.SQLFragment<any, db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment>;
+      /**
+      * **ingest_checkpoints.source**
+      * - `text` in database
+      * - `NOT NULL`, default: `'wazuh'::text`
+      */
+      source?: string | db.Parameter<string> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **ingest_checkpoints.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **ingest_checkpoints.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment>;
+    }
+    export type UniqueIndex = 'ingest_checkpoints_pkey';
+    export type Column = keyof Selectable;
+    export type OnlyCols<T extends readonly Column[]> = Pick<Selectable, T[number]>;
+    export type SQLExpression = Table | db.ColumnNames<Updatable | (keyof Updatable)[]> | db.ColumnValues<Updatable> | Whereable | Column | db.ParentColumn | db.GenericSQLExpression;
+    export type SQL = SQLExpression | SQLExpression[];
+  }
+
+  /**
    * **install_settings**
    * - Table in database
    */
@@ -2175,6 +2581,12 @@ declare module 'zapatos/schema' {
     export type Table = 'investigations';
     export interface Selectable {
       /**
+      * **investigations.alert_count**
+      * - `int4` in database
+      * - `NOT NULL`, default: `0`
+      */
+      alert_count: number;
+      /**
       * **investigations.assignee_id**
       * - `uuid` in database
       * - Nullable, no default
@@ -2192,6 +2604,12 @@ declare module 'zapatos/schema' {
       * - `NOT NULL`, default: `gen_random_uuid()`
       */
       id: string;
+      /**
+      * **investigations.last_alert_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      last_alert_at: Date | null;
       /**
       * **investigations.last_event_id**
       * - `int8` in database
@@ -2267,6 +2685,12 @@ declare module 'zapatos/schema' {
     }
     export interface JSONSelectable {
       /**
+      * **investigations.alert_count**
+      * - `int4` in database
+      * - `NOT NULL`, default: `0`
+      */
+      alert_count: number;
+      /**
       * **investigations.assignee_id**
       * - `uuid` in database
       * - Nullable, no default
@@ -2284,6 +2708,12 @@ declare module 'zapatos/schema' {
       * - `NOT NULL`, default: `gen_random_uuid()`
       */
       id: string;
+      /**
+      * **investigations.last_alert_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      last_alert_at: db.TimestampTzString | null;
       /**
       * **investigations.last_event_id**
       * - `int8` in database
@@ -2359,6 +2789,12 @@ declare module 'zapatos/schema' {
     }
     export interface Whereable {
       /**
+      * **investigations.alert_count**
+      * - `int4` in database
+      * - `NOT NULL`, default: `0`
+      */
+      alert_count?: number | db.Parameter<number> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment | db.ParentColumn>;
+      /**
       * **investigations.assignee_id**
       * - `uuid` in database
       * - Nullable, no default
@@ -2376,6 +2812,12 @@ declare module 'zapatos/schema' {
       * - `NOT NULL`, default: `gen_random_uuid()`
       */
       id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **investigations.last_alert_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      last_alert_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
       /**
       * **investigations.last_event_id**
       * - `int8` in database
@@ -2451,6 +2893,12 @@ declare module 'zapatos/schema' {
     }
     export interface Insertable {
       /**
+      * **investigations.alert_count**
+      * - `int4` in database
+      * - `NOT NULL`, default: `0`
+      */
+      alert_count?: number | db.Parameter<number> | db.DefaultType | db.SQLFragment;
+      /**
       * **investigations.assignee_id**
       * - `uuid` in database
       * - Nullable, no default
@@ -2468,6 +2916,12 @@ declare module 'zapatos/schema' {
       * - `NOT NULL`, default: `gen_random_uuid()`
       */
       id?: string | db.Parameter<string> | db.DefaultType | db.SQLFragment;
+      /**
+      * **investigations.last_alert_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      last_alert_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment;
       /**
       * **investigations.last_event_id**
       * - `int8` in database
@@ -2543,6 +2997,12 @@ declare module 'zapatos/schema' {
     }
     export interface Updatable {
       /**
+      * **investigations.alert_count**
+      * - `int4` in database
+      * - `NOT NULL`, default: `0`
+      */
+      alert_count?: number | db.Parameter<number> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, number | db.Parameter<number> | db.DefaultType | db.SQLFragment>;
+      /**
       * **investigations.assignee_id**
       * - `uuid` in database
       * - Nullable, no default
@@ -2560,6 +3020,12 @@ declare module 'zapatos/schema' {
       * - `NOT NULL`, default: `gen_random_uuid()`
       */
       id?: string | db.Parameter<string> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **investigations.last_alert_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      last_alert_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment>;
       /**
       * **investigations.last_event_id**
       * - `int8` in database
@@ -4039,6 +4505,149 @@ declare module 'zapatos/schema' {
       tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
     }
     export type UniqueIndex = 'pending_reviews_pkey';
+    export type Column = keyof Selectable;
+    export type OnlyCols<T extends readonly Column[]> = Pick<Selectable, T[number]>;
+    export type SQLExpression = Table | db.ColumnNames<Updatable | (keyof Updatable)[]> | db.ColumnValues<Updatable> | Whereable | Column | db.ParentColumn | db.GenericSQLExpression;
+    export type SQL = SQLExpression | SQLExpression[];
+  }
+
+  /**
+   * **projection_checkpoints**
+   * - Table in database
+   */
+  export namespace projection_checkpoints {
+    export type Table = 'projection_checkpoints';
+    export interface Selectable {
+      /**
+      * **projection_checkpoints.last_event_id**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      last_event_id: db.Int8String;
+      /**
+      * **projection_checkpoints.projection**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      projection: string;
+      /**
+      * **projection_checkpoints.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+      /**
+      * **projection_checkpoints.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at: Date;
+    }
+    export interface JSONSelectable {
+      /**
+      * **projection_checkpoints.last_event_id**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      last_event_id: number;
+      /**
+      * **projection_checkpoints.projection**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      projection: string;
+      /**
+      * **projection_checkpoints.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+      /**
+      * **projection_checkpoints.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at: db.TimestampTzString;
+    }
+    export interface Whereable {
+      /**
+      * **projection_checkpoints.last_event_id**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      last_event_id?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **projection_checkpoints.projection**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      projection?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **projection_checkpoints.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **projection_checkpoints.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+    }
+    export interface Insertable {
+      /**
+      * **projection_checkpoints.last_event_id**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      last_event_id?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment;
+      /**
+      * **projection_checkpoints.projection**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      projection: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **projection_checkpoints.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **projection_checkpoints.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment;
+    }
+    export interface Updatable {
+      /**
+      * **projection_checkpoints.last_event_id**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      last_event_id?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **projection_checkpoints.projection**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      projection?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **projection_checkpoints.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **projection_checkpoints.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment>;
+    }
+    export type UniqueIndex = 'projection_checkpoints_pkey';
     export type Column = keyof Selectable;
     export type OnlyCols<T extends readonly Column[]> = Pick<Selectable, T[number]>;
     export type SQLExpression = Table | db.ColumnNames<Updatable | (keyof Updatable)[]> | db.ColumnValues<Updatable> | Whereable | Column | db.ParentColumn | db.GenericSQLExpression;
@@ -6147,20 +6756,20 @@ declare module 'zapatos/schema' {
   /* --- aggregate types --- */
 
   export namespace public {  
-    export type Table = adapter_credentials.Table | adapter_heartbeats.Table | analyzer_stats.Table | audit_log.Table | branding_configs.Table | chart_compatibility.Table | events.Table | install_settings.Table | integration_configs.Table | investigations.Table | ioc_stats.Table | metrics_hourly.Table | organization.Table | password_credentials.Table | pending_reviews.Table | releases.Table | rule_stats.Table | sessions.Table | tenant_lifecycle_events.Table | tenant_secrets.Table | tenants.Table | users.Table;
-    export type Selectable = adapter_credentials.Selectable | adapter_heartbeats.Selectable | analyzer_stats.Selectable | audit_log.Selectable | branding_configs.Selectable | chart_compatibility.Selectable | events.Selectable | install_settings.Selectable | integration_configs.Selectable | investigations.Selectable | ioc_stats.Selectable | metrics_hourly.Selectable | organization.Selectable | password_credentials.Selectable | pending_reviews.Selectable | releases.Selectable | rule_stats.Selectable | sessions.Selectable | tenant_lifecycle_events.Selectable | tenant_secrets.Selectable | tenants.Selectable | users.Selectable;
-    export type JSONSelectable = adapter_credentials.JSONSelectable | adapter_heartbeats.JSONSelectable | analyzer_stats.JSONSelectable | audit_log.JSONSelectable | branding_configs.JSONSelectable | chart_compatibility.JSONSelectable | events.JSONSelectable | install_settings.JSONSelectable | integration_configs.JSONSelectable | investigations.JSONSelectable | ioc_stats.JSONSelectable | metrics_hourly.JSONSelectable | organization.JSONSelectable | password_credentials.JSONSelectable | pending_reviews.JSONSelectable | releases.JSONSelectable | rule_stats.JSONSelectable | sessions.JSONSelectable | tenant_lifecycle_events.JSONSelectable | tenant_secrets.JSONSelectable | tenants.JSONSelectable | users.JSONSelectable;
-    export type Whereable = adapter_credentials.Whereable | adapter_heartbeats.Whereable | analyzer_stats.Whereable | audit_log.Whereable | branding_configs.Whereable | chart_compatibility.Whereable | events.Whereable | install_settings.Whereable | integration_configs.Whereable | investigations.Whereable | ioc_stats.Whereable | metrics_hourly.Whereable | organization.Whereable | password_credentials.Whereable | pending_reviews.Whereable | releases.Whereable | rule_stats.Whereable | sessions.Whereable | tenant_lifecycle_events.Whereable | tenant_secrets.Whereable | tenants.Whereable | users.Whereable;
-    export type Insertable = adapter_credentials.Insertable | adapter_heartbeats.Insertable | analyzer_stats.Insertable | audit_log.Insertable | branding_configs.Insertable | chart_compatibility.Insertable | events.Insertable | install_settings.Insertable | integration_configs.Insertable | investigations.Insertable | ioc_stats.Insertable | metrics_hourly.Insertable | organization.Insertable | password_credentials.Insertable | pending_reviews.Insertable | releases.Insertable | rule_stats.Insertable | sessions.Insertable | tenant_lifecycle_events.Insertable | tenant_secrets.Insertable | tenants.Insertable | users.Insertable;
-    export type Updatable = adapter_credentials.Updatable | adapter_heartbeats.Updatable | analyzer_stats.Updatable | audit_log.Updatable | branding_configs.Updatable | chart_compatibility.Updatable | events.Updatable | install_settings.Updatable | integration_configs.Updatable | investigations.Updatable | ioc_stats.Updatable | metrics_hourly.Updatable | organization.Updatable | password_credentials.Updatable | pending_reviews.Updatable | releases.Updatable | rule_stats.Updatable | sessions.Updatable | tenant_lifecycle_events.Updatable | tenant_secrets.Updatable | tenants.Updatable | users.Updatable;
-    export type UniqueIndex = adapter_credentials.UniqueIndex | adapter_heartbeats.UniqueIndex | analyzer_stats.UniqueIndex | audit_log.UniqueIndex | branding_configs.UniqueIndex | chart_compatibility.UniqueIndex | events.UniqueIndex | install_settings.UniqueIndex | integration_configs.UniqueIndex | investigations.UniqueIndex | ioc_stats.UniqueIndex | metrics_hourly.UniqueIndex | organization.UniqueIndex | password_credentials.UniqueIndex | pending_reviews.UniqueIndex | releases.UniqueIndex | rule_stats.UniqueIndex | sessions.UniqueIndex | tenant_lifecycle_events.UniqueIndex | tenant_secrets.UniqueIndex | tenants.UniqueIndex | users.UniqueIndex;
-    export type Column = adapter_credentials.Column | adapter_heartbeats.Column | analyzer_stats.Column | audit_log.Column | branding_configs.Column | chart_compatibility.Column | events.Column | install_settings.Column | integration_configs.Column | investigations.Column | ioc_stats.Column | metrics_hourly.Column | organization.Column | password_credentials.Column | pending_reviews.Column | releases.Column | rule_stats.Column | sessions.Column | tenant_lifecycle_events.Column | tenant_secrets.Column | tenants.Column | users.Column;
+    export type Table = adapter_credentials.Table | adapter_heartbeats.Table | alert_groups.Table | analyzer_stats.Table | audit_log.Table | branding_configs.Table | chart_compatibility.Table | events.Table | ingest_checkpoints.Table | install_settings.Table | integration_configs.Table | investigations.Table | ioc_stats.Table | metrics_hourly.Table | organization.Table | password_credentials.Table | pending_reviews.Table | projection_checkpoints.Table | releases.Table | rule_stats.Table | sessions.Table | tenant_lifecycle_events.Table | tenant_secrets.Table | tenants.Table | users.Table;
+    export type Selectable = adapter_credentials.Selectable | adapter_heartbeats.Selectable | alert_groups.Selectable | analyzer_stats.Selectable | audit_log.Selectable | branding_configs.Selectable | chart_compatibility.Selectable | events.Selectable | ingest_checkpoints.Selectable | install_settings.Selectable | integration_configs.Selectable | investigations.Selectable | ioc_stats.Selectable | metrics_hourly.Selectable | organization.Selectable | password_credentials.Selectable | pending_reviews.Selectable | projection_checkpoints.Selectable | releases.Selectable | rule_stats.Selectable | sessions.Selectable | tenant_lifecycle_events.Selectable | tenant_secrets.Selectable | tenants.Selectable | users.Selectable;
+    export type JSONSelectable = adapter_credentials.JSONSelectable | adapter_heartbeats.JSONSelectable | alert_groups.JSONSelectable | analyzer_stats.JSONSelectable | audit_log.JSONSelectable | branding_configs.JSONSelectable | chart_compatibility.JSONSelectable | events.JSONSelectable | ingest_checkpoints.JSONSelectable | install_settings.JSONSelectable | integration_configs.JSONSelectable | investigations.JSONSelectable | ioc_stats.JSONSelectable | metrics_hourly.JSONSelectable | organization.JSONSelectable | password_credentials.JSONSelectable | pending_reviews.JSONSelectable | projection_checkpoints.JSONSelectable | releases.JSONSelectable | rule_stats.JSONSelectable | sessions.JSONSelectable | tenant_lifecycle_events.JSONSelectable | tenant_secrets.JSONSelectable | tenants.JSONSelectable | users.JSONSelectable;
+    export type Whereable = adapter_credentials.Whereable | adapter_heartbeats.Whereable | alert_groups.Whereable | analyzer_stats.Whereable | audit_log.Whereable | branding_configs.Whereable | chart_compatibility.Whereable | events.Whereable | ingest_checkpoints.Whereable | install_settings.Whereable | integration_configs.Whereable | investigations.Whereable | ioc_stats.Whereable | metrics_hourly.Whereable | organization.Whereable | password_credentials.Whereable | pending_reviews.Whereable | projection_checkpoints.Whereable | releases.Whereable | rule_stats.Whereable | sessions.Whereable | tenant_lifecycle_events.Whereable | tenant_secrets.Whereable | tenants.Whereable | users.Whereable;
+    export type Insertable = adapter_credentials.Insertable | adapter_heartbeats.Insertable | alert_groups.Insertable | analyzer_stats.Insertable | audit_log.Insertable | branding_configs.Insertable | chart_compatibility.Insertable | events.Insertable | ingest_checkpoints.Insertable | install_settings.Insertable | integration_configs.Insertable | investigations.Insertable | ioc_stats.Insertable | metrics_hourly.Insertable | organization.Insertable | password_credentials.Insertable | pending_reviews.Insertable | projection_checkpoints.Insertable | releases.Insertable | rule_stats.Insertable | sessions.Insertable | tenant_lifecycle_events.Insertable | tenant_secrets.Insertable | tenants.Insertable | users.Insertable;
+    export type Updatable = adapter_credentials.Updatable | adapter_heartbeats.Updatable | alert_groups.Updatable | analyzer_stats.Updatable | audit_log.Updatable | branding_configs.Updatable | chart_compatibility.Updatable | events.Updatable | ingest_checkpoints.Updatable | install_settings.Updatable | integration_configs.Updatable | investigations.Updatable | ioc_stats.Updatable | metrics_hourly.Updatable | organization.Updatable | password_credentials.Updatable | pending_reviews.Updatable | projection_checkpoints.Updatable | releases.Updatable | rule_stats.Updatable | sessions.Updatable | tenant_lifecycle_events.Updatable | tenant_secrets.Updatable | tenants.Updatable | users.Updatable;
+    export type UniqueIndex = adapter_credentials.UniqueIndex | adapter_heartbeats.UniqueIndex | alert_groups.UniqueIndex | analyzer_stats.UniqueIndex | audit_log.UniqueIndex | branding_configs.UniqueIndex | chart_compatibility.UniqueIndex | events.UniqueIndex | ingest_checkpoints.UniqueIndex | install_settings.UniqueIndex | integration_configs.UniqueIndex | investigations.UniqueIndex | ioc_stats.UniqueIndex | metrics_hourly.UniqueIndex | organization.UniqueIndex | password_credentials.UniqueIndex | pending_reviews.UniqueIndex | projection_checkpoints.UniqueIndex | releases.UniqueIndex | rule_stats.UniqueIndex | sessions.UniqueIndex | tenant_lifecycle_events.UniqueIndex | tenant_secrets.UniqueIndex | tenants.UniqueIndex | users.UniqueIndex;
+    export type Column = adapter_credentials.Column | adapter_heartbeats.Column | alert_groups.Column | analyzer_stats.Column | audit_log.Column | branding_configs.Column | chart_compatibility.Column | events.Column | ingest_checkpoints.Column | install_settings.Column | integration_configs.Column | investigations.Column | ioc_stats.Column | metrics_hourly.Column | organization.Column | password_credentials.Column | pending_reviews.Column | projection_checkpoints.Column | releases.Column | rule_stats.Column | sessions.Column | tenant_lifecycle_events.Column | tenant_secrets.Column | tenants.Column | users.Column;
   
-    export type AllBaseTables = [adapter_credentials.Table, adapter_heartbeats.Table, analyzer_stats.Table, audit_log.Table, branding_configs.Table, chart_compatibility.Table, events.Table, install_settings.Table, integration_configs.Table, investigations.Table, ioc_stats.Table, metrics_hourly.Table, organization.Table, password_credentials.Table, pending_reviews.Table, releases.Table, rule_stats.Table, sessions.Table, tenant_lifecycle_events.Table, tenant_secrets.Table, tenants.Table, users.Table];
+    export type AllBaseTables = [adapter_credentials.Table, adapter_heartbeats.Table, alert_groups.Table, analyzer_stats.Table, audit_log.Table, branding_configs.Table, chart_compatibility.Table, events.Table, ingest_checkpoints.Table, install_settings.Table, integration_configs.Table, investigations.Table, ioc_stats.Table, metrics_hourly.Table, organization.Table, password_credentials.Table, pending_reviews.Table, projection_checkpoints.Table, releases.Table, rule_stats.Table, sessions.Table, tenant_lifecycle_events.Table, tenant_secrets.Table, tenants.Table, users.Table];
     export type AllForeignTables = [];
     export type AllViews = [];
     export type AllMaterializedViews = [];
-    export type AllTablesAndViews = [adapter_credentials.Table, adapter_heartbeats.Table, analyzer_stats.Table, audit_log.Table, branding_configs.Table, chart_compatibility.Table, events.Table, install_settings.Table, integration_configs.Table, investigations.Table, ioc_stats.Table, metrics_hourly.Table, organization.Table, password_credentials.Table, pending_reviews.Table, releases.Table, rule_stats.Table, sessions.Table, tenant_lifecycle_events.Table, tenant_secrets.Table, tenants.Table, users.Table];
+    export type AllTablesAndViews = [adapter_credentials.Table, adapter_heartbeats.Table, alert_groups.Table, analyzer_stats.Table, audit_log.Table, branding_configs.Table, chart_compatibility.Table, events.Table, ingest_checkpoints.Table, install_settings.Table, integration_configs.Table, investigations.Table, ioc_stats.Table, metrics_hourly.Table, organization.Table, password_credentials.Table, pending_reviews.Table, projection_checkpoints.Table, releases.Table, rule_stats.Table, sessions.Table, tenant_lifecycle_events.Table, tenant_secrets.Table, tenants.Table, users.Table];
   }
 
 
@@ -6190,11 +6799,13 @@ declare module 'zapatos/schema' {
   export type SelectableForTable<T extends Table> = {
     "adapter_credentials": adapter_credentials.Selectable;
     "adapter_heartbeats": adapter_heartbeats.Selectable;
+    "alert_groups": alert_groups.Selectable;
     "analyzer_stats": analyzer_stats.Selectable;
     "audit_log": audit_log.Selectable;
     "branding_configs": branding_configs.Selectable;
     "chart_compatibility": chart_compatibility.Selectable;
     "events": events.Selectable;
+    "ingest_checkpoints": ingest_checkpoints.Selectable;
     "install_settings": install_settings.Selectable;
     "integration_configs": integration_configs.Selectable;
     "investigations": investigations.Selectable;
@@ -6203,6 +6814,7 @@ declare module 'zapatos/schema' {
     "organization": organization.Selectable;
     "password_credentials": password_credentials.Selectable;
     "pending_reviews": pending_reviews.Selectable;
+    "projection_checkpoints": projection_checkpoints.Selectable;
     "releases": releases.Selectable;
     "rule_stats": rule_stats.Selectable;
     "sessions": sessions.Selectable;
@@ -6215,11 +6827,13 @@ declare module 'zapatos/schema' {
   export type JSONSelectableForTable<T extends Table> = {
     "adapter_credentials": adapter_credentials.JSONSelectable;
     "adapter_heartbeats": adapter_heartbeats.JSONSelectable;
+    "alert_groups": alert_groups.JSONSelectable;
     "analyzer_stats": analyzer_stats.JSONSelectable;
     "audit_log": audit_log.JSONSelectable;
     "branding_configs": branding_configs.JSONSelectable;
     "chart_compatibility": chart_compatibility.JSONSelectable;
     "events": events.JSONSelectable;
+    "ingest_checkpoints": ingest_checkpoints.JSONSelectable;
     "install_settings": install_settings.JSONSelectable;
     "integration_configs": integration_configs.JSONSelectable;
     "investigations": investigations.JSONSelectable;
@@ -6228,6 +6842,7 @@ declare module 'zapatos/schema' {
     "organization": organization.JSONSelectable;
     "password_credentials": password_credentials.JSONSelectable;
     "pending_reviews": pending_reviews.JSONSelectable;
+    "projection_checkpoints": projection_checkpoints.JSONSelectable;
     "releases": releases.JSONSelectable;
     "rule_stats": rule_stats.JSONSelectable;
     "sessions": sessions.JSONSelectable;
@@ -6240,11 +6855,13 @@ declare module 'zapatos/schema' {
   export type WhereableForTable<T extends Table> = {
     "adapter_credentials": adapter_credentials.Whereable;
     "adapter_heartbeats": adapter_heartbeats.Whereable;
+    "alert_groups": alert_groups.Whereable;
     "analyzer_stats": analyzer_stats.Whereable;
     "audit_log": audit_log.Whereable;
     "branding_configs": branding_configs.Whereable;
     "chart_compatibility": chart_compatibility.Whereable;
     "events": events.Whereable;
+    "ingest_checkpoints": ingest_checkpoints.Whereable;
     "install_settings": install_settings.Whereable;
     "integration_configs": integration_configs.Whereable;
     "investigations": investigations.Whereable;
@@ -6253,6 +6870,7 @@ declare module 'zapatos/schema' {
     "organization": organization.Whereable;
     "password_credentials": password_credentials.Whereable;
     "pending_reviews": pending_reviews.Whereable;
+    "projection_checkpoints": projection_checkpoints.Whereable;
     "releases": releases.Whereable;
     "rule_stats": rule_stats.Whereable;
     "sessions": sessions.Whereable;
@@ -6265,11 +6883,13 @@ declare module 'zapatos/schema' {
   export type InsertableForTable<T extends Table> = {
     "adapter_credentials": adapter_credentials.Insertable;
     "adapter_heartbeats": adapter_heartbeats.Insertable;
+    "alert_groups": alert_groups.Insertable;
     "analyzer_stats": analyzer_stats.Insertable;
     "audit_log": audit_log.Insertable;
     "branding_configs": branding_configs.Insertable;
     "chart_compatibility": chart_compatibility.Insertable;
     "events": events.Insertable;
+    "ingest_checkpoints": ingest_checkpoints.Insertable;
     "install_settings": install_settings.Insertable;
     "integration_configs": integration_configs.Insertable;
     "investigations": investigations.Insertable;
@@ -6278,6 +6898,7 @@ declare module 'zapatos/schema' {
     "organization": organization.Insertable;
     "password_credentials": password_credentials.Insertable;
     "pending_reviews": pending_reviews.Insertable;
+    "projection_checkpoints": projection_checkpoints.Insertable;
     "releases": releases.Insertable;
     "rule_stats": rule_stats.Insertable;
     "sessions": sessions.Insertable;
@@ -6290,11 +6911,13 @@ declare module 'zapatos/schema' {
   export type UpdatableForTable<T extends Table> = {
     "adapter_credentials": adapter_credentials.Updatable;
     "adapter_heartbeats": adapter_heartbeats.Updatable;
+    "alert_groups": alert_groups.Updatable;
     "analyzer_stats": analyzer_stats.Updatable;
     "audit_log": audit_log.Updatable;
     "branding_configs": branding_configs.Updatable;
     "chart_compatibility": chart_compatibility.Updatable;
     "events": events.Updatable;
+    "ingest_checkpoints": ingest_checkpoints.Updatable;
     "install_settings": install_settings.Updatable;
     "integration_configs": integration_configs.Updatable;
     "investigations": investigations.Updatable;
@@ -6303,6 +6926,7 @@ declare module 'zapatos/schema' {
     "organization": organization.Updatable;
     "password_credentials": password_credentials.Updatable;
     "pending_reviews": pending_reviews.Updatable;
+    "projection_checkpoints": projection_checkpoints.Updatable;
     "releases": releases.Updatable;
     "rule_stats": rule_stats.Updatable;
     "sessions": sessions.Updatable;
@@ -6315,11 +6939,13 @@ declare module 'zapatos/schema' {
   export type UniqueIndexForTable<T extends Table> = {
     "adapter_credentials": adapter_credentials.UniqueIndex;
     "adapter_heartbeats": adapter_heartbeats.UniqueIndex;
+    "alert_groups": alert_groups.UniqueIndex;
     "analyzer_stats": analyzer_stats.UniqueIndex;
     "audit_log": audit_log.UniqueIndex;
     "branding_configs": branding_configs.UniqueIndex;
     "chart_compatibility": chart_compatibility.UniqueIndex;
     "events": events.UniqueIndex;
+    "ingest_checkpoints": ingest_checkpoints.UniqueIndex;
     "install_settings": install_settings.UniqueIndex;
     "integration_configs": integration_configs.UniqueIndex;
     "investigations": investigations.UniqueIndex;
@@ -6328,6 +6954,7 @@ declare module 'zapatos/schema' {
     "organization": organization.UniqueIndex;
     "password_credentials": password_credentials.UniqueIndex;
     "pending_reviews": pending_reviews.UniqueIndex;
+    "projection_checkpoints": projection_checkpoints.UniqueIndex;
     "releases": releases.UniqueIndex;
     "rule_stats": rule_stats.UniqueIndex;
     "sessions": sessions.UniqueIndex;
@@ -6340,11 +6967,13 @@ declare module 'zapatos/schema' {
   export type ColumnForTable<T extends Table> = {
     "adapter_credentials": adapter_credentials.Column;
     "adapter_heartbeats": adapter_heartbeats.Column;
+    "alert_groups": alert_groups.Column;
     "analyzer_stats": analyzer_stats.Column;
     "audit_log": audit_log.Column;
     "branding_configs": branding_configs.Column;
     "chart_compatibility": chart_compatibility.Column;
     "events": events.Column;
+    "ingest_checkpoints": ingest_checkpoints.Column;
     "install_settings": install_settings.Column;
     "integration_configs": integration_configs.Column;
     "investigations": investigations.Column;
@@ -6353,6 +6982,7 @@ declare module 'zapatos/schema' {
     "organization": organization.Column;
     "password_credentials": password_credentials.Column;
     "pending_reviews": pending_reviews.Column;
+    "projection_checkpoints": projection_checkpoints.Column;
     "releases": releases.Column;
     "rule_stats": rule_stats.Column;
     "sessions": sessions.Column;
@@ -6365,11 +6995,13 @@ declare module 'zapatos/schema' {
   export type SQLForTable<T extends Table> = {
     "adapter_credentials": adapter_credentials.SQL;
     "adapter_heartbeats": adapter_heartbeats.SQL;
+    "alert_groups": alert_groups.SQL;
     "analyzer_stats": analyzer_stats.SQL;
     "audit_log": audit_log.SQL;
     "branding_configs": branding_configs.SQL;
     "chart_compatibility": chart_compatibility.SQL;
     "events": events.SQL;
+    "ingest_checkpoints": ingest_checkpoints.SQL;
     "install_settings": install_settings.SQL;
     "integration_configs": integration_configs.SQL;
     "investigations": investigations.SQL;
@@ -6378,6 +7010,7 @@ declare module 'zapatos/schema' {
     "organization": organization.SQL;
     "password_credentials": password_credentials.SQL;
     "pending_reviews": pending_reviews.SQL;
+    "projection_checkpoints": projection_checkpoints.SQL;
     "releases": releases.SQL;
     "rule_stats": rule_stats.SQL;
     "sessions": sessions.SQL;

@@ -120,6 +120,55 @@ export async function appendEvent(tx: TenantTx, input: AppendEventInput): Promis
   return toEvent(row);
 }
 
+/** An event that opens its stream (position 1), for appendStreamStarts. */
+export interface StreamStart {
+  streamType: string;
+  streamId: string;
+  type: string;
+  /** The payload as JSON text, so a caller that serialized it already does not pay twice. */
+  payloadJson: string;
+  /** Milliseconds since the epoch. */
+  occurredAtMs: number;
+}
+
+/**
+ * Appends many events, each opening its stream at position 1, in one statement inside the
+ * caller's withTenant transaction; their ids follow the array's order. The per-stream
+ * optimistic rule holds as in appendEvent: a stream that already has its first event keeps it
+ * (ON CONFLICT DO NOTHING, no error, the transaction stays usable). Returns the stream ids
+ * whose event this call wrote; the others already existed. The rows travel as one jsonb
+ * array, so the statement's text is fixed whatever the batch size (prepared once per
+ * connection) and the database parses the batch once.
+ */
+export async function appendStreamStarts(
+  tx: TenantTx,
+  tenantId: string,
+  actor: string,
+  events: readonly StreamStart[],
+): Promise<Set<string>> {
+  if (events.length === 0) return new Set();
+  const rows = events.map(
+    (e) =>
+      `{"stream_type":${JSON.stringify(e.streamType)},"stream_id":${JSON.stringify(e.streamId)},` +
+      `"type":${JSON.stringify(e.type)},"occurred_at_ms":${e.occurredAtMs},"payload":${e.payloadJson}}`,
+  );
+  const { rows: written } = await tx.query<{ stream_id: string }>(
+    prepared(
+      'events.stream_starts',
+      `INSERT INTO events
+         (tenant_id, stream_type, stream_id, stream_seq, type, payload, actor, occurred_at)
+       SELECT $1::uuid, e->>'stream_type', (e->>'stream_id')::uuid, 1, e->>'type', e->'payload',
+              $2::text, to_timestamp((e->>'occurred_at_ms')::double precision / 1000)
+         FROM jsonb_array_elements($3::jsonb) WITH ORDINALITY AS batch (e, n)
+        ORDER BY n
+       ON CONFLICT (tenant_id, stream_id, stream_seq) DO NOTHING
+       RETURNING stream_id`,
+      [tenantId, actor, `[${rows.join(',')}]`],
+    ),
+  );
+  return new Set(written.map((r) => r.stream_id));
+}
+
 /**
  * Events after `afterId` in id order, at most `limit`. No tenant parameter on purpose: the
  * transaction's tenant context (RLS) decides whose events these are.

@@ -42,6 +42,13 @@ export interface SubscribeOptions {
   lastEventId?: string;
 }
 
+/** Told of every tenant's new events (hints, as the notices themselves) and of reconnects. */
+export interface NoticeObserver {
+  notice(tenantId: string, id: bigint): void;
+  /** The LISTEN connection is back; notices sent while it was down are gone. */
+  reconnected(): void;
+}
+
 export interface EventHubStatus {
   listening: boolean;
   tenants: number;
@@ -56,6 +63,8 @@ export interface EventHub {
    * that id is delivered first.
    */
   subscribe(tenantId: string, options?: SubscribeOptions): Promise<Subscription>;
+  /** Observes every notice of every tenant (the projector's wake-up); returns the unsubscribe. */
+  watch(observer: NoticeObserver): () => void;
   status(): EventHubStatus;
   close(): Promise<void>;
 }
@@ -92,6 +101,7 @@ class Hub implements EventHub {
   readonly #onError: (error: unknown, context: string) => void;
   readonly #channels = new Map<string, TenantChannel>();
   readonly #timers = new Set<NodeJS.Timeout>();
+  readonly #observers = new Set<NoticeObserver>();
   #heartbeat: NodeJS.Timeout | undefined;
   #closed = false;
 
@@ -145,6 +155,11 @@ class Hub implements EventHub {
       throw error;
     }
     return subscriber;
+  }
+
+  watch(observer: NoticeObserver): () => void {
+    this.#observers.add(observer);
+    return () => this.#observers.delete(observer);
   }
 
   status(): EventHubStatus {
@@ -233,6 +248,7 @@ class Hub implements EventHub {
   }
 
   #onNotice(notice: Notice): void {
+    for (const observer of this.#observers) observer.notice(notice.tenantId, notice.id);
     const channel = this.#channels.get(notice.tenantId);
     if (!channel) return;
     if (channel.cursor !== undefined && notice.id <= channel.cursor) return;
@@ -287,6 +303,7 @@ class Hub implements EventHub {
 
   /** Notices sent while disconnected are gone; every tenant in use catches up from its cursor. */
   #catchUp(): void {
+    for (const observer of this.#observers) observer.reconnected();
     for (const channel of this.#channels.values()) void this.#fetch(channel);
   }
 

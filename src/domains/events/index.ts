@@ -14,6 +14,7 @@ export {
   type EventHub,
   type EventHubOptions,
   type EventHubStatus,
+  type NoticeObserver,
   type SubscribeOptions,
 } from './event-service.ts';
 export type { CloseReason, HubMessage, Subscription } from './subscription.ts';

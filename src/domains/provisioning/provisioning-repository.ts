@@ -325,10 +325,13 @@ export const PURGE_ORDER = [
   'ioc_stats',
   'rule_stats',
   'analyzer_stats',
+  'projection_checkpoints',
   'integration_configs',
   'branding_configs',
   'tenant_secrets',
   'tenant_lifecycle_events',
+  'ingest_checkpoints',
+  'alert_groups',
   'adapter_credentials',
   'adapter_heartbeats',
 ] as const;

@@ -1,20 +1,39 @@
 import { Hono } from 'hono';
-import { internalContract } from '../../../contracts/internal.ts';
+import {
+  internalContract,
+  MAX_ALERT_BATCH_BODY_BYTES,
+  MAX_ALERTS_PER_BATCH,
+} from '../../../contracts/internal.ts';
 import type { AdapterService } from '../../domains/adapter/adapter-service.ts';
 import {
   AdapterTenantGoneError,
   InvalidBootstrapCredentialError,
 } from '../../domains/adapter/adapter-types.ts';
+import type { IngestService } from '../../domains/ingest/ingest-service.ts';
+import { IngestRateLimitedError, InvalidAlertsError } from '../../domains/ingest/ingest-types.ts';
+import type { RouteBodyLimit } from '../body-limit.ts';
 import { implement } from '../contract.ts';
 import { ProblemError } from '../problem.ts';
 import { requireService } from '../service-auth.ts';
 
 /** `/api/internal/*` (spec §4.4): adapter and worker tokens, tenant from the token. */
-export function internalRoutes(adapter: AdapterService): { public: Hono; authenticated: Hono } {
-  return { public: publicRoutes(adapter), authenticated: adapterRoutes(adapter) };
+export function internalRoutes(
+  adapter: AdapterService,
+  ingest: IngestService,
+): { public: Hono; authenticated: Hono } {
+  return { public: publicRoutes(adapter), authenticated: adapterRoutes(adapter, ingest) };
 }
 
-/** The adapter domain's refusals as the problems of docs/tokens.md. */
+/** The alert batch route reads up to 4 MiB (500 alerts); every other route the global 1 MiB. */
+export const INTERNAL_BODY_LIMITS: readonly RouteBodyLimit[] = [
+  {
+    method: internalContract.alerts.method,
+    path: internalContract.alerts.path,
+    max: MAX_ALERT_BATCH_BODY_BYTES,
+  },
+];
+
+/** The adapter and ingest domains' refusals as the problems of docs/tokens.md and docs/ingest.md. */
 async function problems<T>(work: Promise<T>): Promise<T> {
   try {
     return await work;
@@ -25,7 +44,31 @@ async function problems<T>(work: Promise<T>): Promise<T> {
     // A genuine token whose tenant is gone is refused like any other invalid token.
     if (error instanceof AdapterTenantGoneError)
       throw new ProblemError(401, 'invalid_token', 'The token is not valid here');
+    if (error instanceof InvalidAlertsError)
+      throw new ProblemError(400, 'validation_failed', 'Request body failed validation', {
+        errors: error.problems,
+      });
+    if (error instanceof IngestRateLimitedError) {
+      const retryAfter = error.retryAfterSeconds;
+      throw new ProblemError(
+        429,
+        'ingest_rate_limited',
+        "The tenant's alert rate limit is exhausted. Send this batch again later.",
+        { retry_after: retryAfter },
+        { 'Retry-After': String(retryAfter) },
+      );
+    }
     throw error;
+  }
+}
+
+/** More alerts than a batch may hold is 413, before the schema would call it a 400. */
+function refuseLargeBatch(value: unknown): void {
+  const alerts = (value as { alerts?: unknown } | null)?.alerts;
+  if (Array.isArray(alerts) && alerts.length > MAX_ALERTS_PER_BATCH) {
+    throw new ProblemError(413, 'batch_too_large', 'Too many alerts in one batch', {
+      detail: `A batch holds at most ${MAX_ALERTS_PER_BATCH} alerts; this one has ${alerts.length}`,
+    });
   }
 }
 
@@ -49,7 +92,7 @@ function publicRoutes(adapter: AdapterService): Hono {
 }
 
 /** Mounted after `authenticateService`; the tenant is always the token's, never the request's. */
-function adapterRoutes(adapter: AdapterService): Hono {
+function adapterRoutes(adapter: AdapterService, ingest: IngestService): Hono {
   const app = new Hono();
   const adapterOnly = requireService('adapter');
 
@@ -68,6 +111,26 @@ function adapterRoutes(adapter: AdapterService): Hono {
     const config = await problems(adapter.readConfig(c.get('service').tenant_id));
     c.header('Cache-Control', 'no-store');
     return { status: 200, body: config };
+  });
+
+  implement(app, internalContract.alerts, [adapterOnly], { bodyPrecheck: refuseLargeBatch })(
+    async (c, { body }) => {
+      const outcome = await problems(ingest.ingest(c.get('service').tenant_id, body));
+      return {
+        status: 200,
+        body: {
+          accepted: outcome.accepted,
+          duplicates: outcome.duplicates,
+          checkpoint: outcome.checkpoint,
+        },
+      };
+    },
+  );
+
+  implement(app, internalContract.checkpoint, [adapterOnly])(async (c) => {
+    const view = await problems(ingest.readCheckpoint(c.get('service').tenant_id));
+    c.header('Cache-Control', 'no-store');
+    return { status: 200, body: { checkpoint: view.checkpoint, alerts_total: view.alertsTotal } };
   });
 
   return app;

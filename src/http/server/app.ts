@@ -7,6 +7,7 @@ import type { AuthConfig, AuthMode } from '../../config/index.ts';
 import type { AdapterService } from '../../domains/adapter/adapter-service.ts';
 import type { AuditService } from '../../domains/audit/audit-service.ts';
 import type { BrandingService } from '../../domains/branding/branding-service.ts';
+import type { IngestService } from '../../domains/ingest/ingest-service.ts';
 import type { InvestigationService } from '../../domains/investigations/investigation-service.ts';
 import type { AuthService } from '../../domains/sessions/session-service.ts';
 import type { TenantService } from '../../domains/tenants/tenant-service.ts';
@@ -18,10 +19,10 @@ import type { TokenService } from '../../tokens/index.ts';
 import { type AllowedMethods, allowedMethods } from '../allowed-methods.ts';
 import { authRoutes } from '../auth/routes.ts';
 import { authenticate } from '../authenticate.ts';
-import { limitBody } from '../body-limit.ts';
+import { limitBody, MAX_BODY_BYTES } from '../body-limit.ts';
 import type { StreamDeps } from '../event-stream.ts';
 import { requireFamily, requirePasswordCurrent } from '../guards.ts';
-import { internalRoutes } from '../internal/routes.ts';
+import { INTERNAL_BODY_LIMITS, internalRoutes } from '../internal/routes.ts';
 import { msspRoutes } from '../mssp/routes.ts';
 import { triageRoutes } from '../mssp/triage.ts';
 import { userManagementRoutes } from '../mssp/user-management.ts';
@@ -45,6 +46,7 @@ export interface ApiServices {
   tenants: TenantService;
   audit: AuditService;
   adapter: AdapterService;
+  ingest: IngestService;
   triage: TriageService;
   investigations: InvestigationService;
   branding: BrandingService;
@@ -84,8 +86,9 @@ export function createApp(deps: AppDeps): Hono {
   const proxies = trustedProxies(deps.trustedProxyCidrs);
   app.use(requestId(proxies));
   app.use(requestLog(deps.logger));
-  // Before every route, authentication and CSRF: no request body is ever held past the limit.
-  app.use(limitBody());
+  // Before every route, authentication and CSRF: no request body is ever held past the limit
+  // (1 MiB; the adapter's alert batches 4 MiB).
+  app.use(limitBody(MAX_BODY_BYTES, INTERNAL_BODY_LIMITS));
   // A known path asked with a method it does not answer is 405 with Allow (RFC 9110 §15.5.6),
   // before authentication: which routes exist is public (the OpenAPI document), so a wrong
   // method is the answer whoever asks. Filled in once every route is registered.
@@ -174,7 +177,7 @@ function mountApi(
     proxies,
     now: api.now,
   });
-  const internal = internalRoutes(services.adapter);
+  const internal = internalRoutes(services.adapter, services.ingest);
   // The adapter's bootstrap exchange authenticates with its own credential, not a token.
   app.route('/', internal.public);
   if (deps.authMode === 'internal') app.route('/', auth.public);

@@ -1,0 +1,130 @@
+// The projections domain: folds each tenant's event store, in id order, into the read models
+// (investigations, metrics_hourly, rule_stats, ioc_stats, analyzer_stats) with a checkpoint each.
+import type { AppDatabase } from '../../db/pools.ts';
+import type { SystemGate } from '../../db/system-gate.ts';
+import type { TenantTx } from '../../db/tenant-context.ts';
+import { readEventsAfter } from '../events/event-repository.ts';
+import { findTenantBySlugOrId } from '../tenants/tenant-repository.ts';
+import { foldEvents } from './folds.ts';
+import {
+  advanceCheckpoints,
+  allTenants,
+  clearProjections,
+  hasUnfoldedEvents,
+  projectorLock,
+  readCheckpoints,
+  tenantsWithUnfoldedEvents,
+  tryProjectorLock,
+  writeChanges,
+} from './projection-repository.ts';
+import {
+  CheckpointConflictError,
+  type Checkpoints,
+  type FoldOutcome,
+  PROJECTIONS,
+  type RebuildResult,
+} from './projection-types.ts';
+
+/** Events folded per transaction: a handful of statements each, whatever the batch holds. */
+export const DEFAULT_BATCH_SIZE = 1_000;
+
+export interface ProjectionServiceDeps {
+  db: AppDatabase;
+  system: SystemGate;
+  batchSize?: number;
+}
+
+function lowest(checkpoints: Checkpoints): bigint {
+  let min: bigint | undefined;
+  for (const p of PROJECTIONS) if (min === undefined || checkpoints[p] < min) min = checkpoints[p];
+  return min ?? 0n;
+}
+
+/**
+ * One batch after the checkpoints, folded, written and checkpointed in the caller's
+ * transaction. Ids are commit order within a tenant (sql/0008), so "after the checkpoint" never
+ * skips an event that commits later.
+ */
+async function foldBatch(
+  tx: TenantTx,
+  tenantId: string,
+  checkpoints: Checkpoints,
+  limit: number,
+): Promise<{ events: number; lastEventId: bigint }> {
+  const events = await readEventsAfter(tx, lowest(checkpoints), limit);
+  const last = events.at(-1);
+  if (!last) return { events: 0, lastEventId: lowest(checkpoints) };
+  const lastEventId = BigInt(last.id);
+  await writeChanges(tx, tenantId, foldEvents(events, checkpoints));
+  const behind = PROJECTIONS.filter((p) => checkpoints[p] < lastEventId);
+  if ((await advanceCheckpoints(tx, tenantId, behind, lastEventId)) !== behind.length)
+    throw new CheckpointConflictError(tenantId);
+  for (const p of behind) checkpoints[p] = lastEventId;
+  return { events: events.length, lastEventId };
+}
+
+export function createProjectionService(deps: ProjectionServiceDeps) {
+  const { db } = deps;
+  const limit = deps.batchSize ?? DEFAULT_BATCH_SIZE;
+  return {
+    batchSize: limit,
+
+    /**
+     * One fold transaction for the tenant: its lock (or 'locked' when another projector has
+     * it), the checkpoints, up to one batch of events, the rows, the checkpoints again.
+     */
+    foldNext(tenantId: string): Promise<FoldOutcome> {
+      return db.withTenant(tenantId, async (tx): Promise<FoldOutcome> => {
+        if (!(await tryProjectorLock(tx, tenantId))) return { kind: 'locked' };
+        const checkpoints = await readCheckpoints(tx);
+        const batch = await foldBatch(tx, tenantId, checkpoints, limit);
+        return { kind: 'folded', ...batch, caughtUp: batch.events < limit };
+      });
+    },
+
+    /** The periodic sweep's cheap question, under the tenant's own RLS context. */
+    isBehind(tenantId: string): Promise<boolean> {
+      return db.withTenant(tenantId, hasUnfoldedEvents);
+    },
+
+    /** Tenants with unfolded events, across the install: one audited system entry. */
+    discover(): Promise<string[]> {
+      return deps.system.withSystem('projector.discover', tenantsWithUnfoldedEvents);
+    },
+
+    /**
+     * Rebuilds the tenant's projections from event 0 in one transaction under its projector
+     * lock: derived rows and checkpoints are deleted, investigations are rebuilt in place
+     * (pending_reviews refer to them; docs/projections.md), then every event is folded again.
+     */
+    rebuild(tenantId: string): Promise<RebuildResult> {
+      return db.withTenant(tenantId, async (tx) => {
+        await projectorLock(tx, tenantId);
+        await clearProjections(tx, tenantId);
+        const checkpoints = Object.fromEntries(PROJECTIONS.map((p) => [p, 0n])) as Checkpoints;
+        let events = 0;
+        let lastEventId = 0n;
+        for (;;) {
+          const batch = await foldBatch(tx, tenantId, checkpoints, limit);
+          events += batch.events;
+          lastEventId = batch.lastEventId;
+          if (batch.events < limit) break;
+        }
+        return { tenantId, events, lastEventId };
+      });
+    },
+
+    /** The tenant an operator names by slug or id, soft-deleted included. */
+    async findTenant(ref: string): Promise<{ id: string; slug: string } | undefined> {
+      const tenant = await db.withoutTenant((tx) => findTenantBySlugOrId(tx, ref));
+      return tenant ? { id: tenant.id, slug: tenant.slug } : undefined;
+    },
+
+    /** Every tenant, by slug. */
+    tenants(): Promise<{ id: string; slug: string }[]> {
+      return db.withoutTenant(allTenants);
+    },
+  };
+}
+
+export type ProjectionService = ReturnType<typeof createProjectionService>;

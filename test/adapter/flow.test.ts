@@ -1,0 +1,149 @@
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { createSvcClient } from '../../contracts/index.ts';
+import { bearer, heartbeatRow, setState, tenantState } from '../internal/support.ts';
+import { startAdapter } from '../support/adapter-process.ts';
+import { startTestApi, type TestApi } from '../support/api.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { type IndexerStandIn, startIndexerStandIn } from '../support/indexer-stand-in.ts';
+import { wazuhAlerts } from '../support/wazuh-alerts.ts';
+import {
+  type AdapterTenant,
+  adapterTenant,
+  eventually,
+  INDEXER_PASSWORD,
+  INDEXER_USER,
+  storedSourceIds,
+} from './support.ts';
+
+let db: TestDatabase;
+let api: TestApi;
+let indexer: IndexerStandIn;
+let tenant: AdapterTenant;
+
+before(async () => {
+  db = await createTestDatabase();
+  api = await startTestApi(db);
+  indexer = await startIndexerStandIn({ username: INDEXER_USER, password: INDEXER_PASSWORD });
+  tenant = await adapterTenant(db, 'flow');
+});
+after(async () => {
+  await indexer.close();
+  await api.close();
+  await tenant.mounts.remove();
+  await db.drop();
+});
+
+test('§1.2 §4.4 §6.2 svc adapter: bootstraps, activates its tenant, and carries Wazuh alerts from the indexer into the event store', async () => {
+  await setState(db, tenant.tenantId, 'provisioning');
+  const first = wazuhAlerts(1_200);
+  indexer.append(...first);
+  const adapter = await startAdapter(tenant.env(api.url, indexer, { SVC_INGEST_BATCH: '500' }));
+  try {
+    await adapter.waitForLog((l) => l.msg === 'the tenant is active (first heartbeat)');
+    assert.equal(await tenantState(db, tenant.tenantId), 'active');
+    await eventually(
+      () => storedSourceIds(db, tenant.tenantId),
+      (ids) => ids.size === first.length,
+    );
+    // Alerts indexed while it runs are picked up on a later poll.
+    const later = wazuhAlerts(300, first.length);
+    indexer.append(...later);
+    const ids = await eventually(
+      () => storedSourceIds(db, tenant.tenantId),
+      (stored) => stored.size === first.length + later.length,
+    );
+    assert.deepEqual(
+      [...ids.keys()].sort(),
+      [...first, ...later].map((a) => a.id).sort(),
+      'every alert is stored under its own source id',
+    );
+    assert.ok(
+      [...ids.values()].every((n) => n === 1),
+      'and each exactly once',
+    );
+
+    const { rows } = await db.pools.mssp.query<{ payload: { alert: unknown; severity: string } }>(
+      `SELECT payload FROM events WHERE tenant_id = $1 AND type = 'alert.received'
+          AND payload->>'source_id' = $2`,
+      [tenant.tenantId, first[3]?.id],
+    );
+    assert.deepEqual(
+      rows[0]?.payload.alert,
+      first[3],
+      'the document is stored as the indexer held it',
+    );
+    assert.equal(rows[0]?.payload.severity, 'critical');
+
+    const last = [...first, ...later].at(-1);
+    const token = (await api.tokens.mintAdapter({ tenantId: tenant.tenantId })).token;
+    const svc = createSvcClient({ baseUrl: api.url });
+    const checkpoint = await svc.internal.checkpoint({ headers: bearer(token) });
+    assert.equal(checkpoint.status, 200);
+    if (checkpoint.status === 200) {
+      assert.equal(checkpoint.body.alerts_total, 1_500);
+      assert.deepEqual(checkpoint.body.checkpoint, {
+        search_after: [Date.parse(String(last?.timestamp)), last?.id],
+        index: 'wazuh-alerts-*',
+      });
+    }
+    assert.ok(
+      indexer.requests.every((r) => r.path === '/wazuh-alerts-*/_search'),
+      'it searches the configured index pattern',
+    );
+    assert.ok(
+      indexer.requests.every((r) => (r.body.size as number) <= 500),
+      'pages no larger than a batch',
+    );
+
+    const heartbeat = await eventually(
+      () => heartbeatRow(db, tenant.tenantId),
+      (row) => row?.status.alerts_delivered === 1_500 && row.status.lag_seconds === 0,
+    );
+    assert.equal(heartbeat?.status.ingest, 'running');
+    assert.equal(heartbeat?.status.indexer, 'reachable');
+
+    const health = await fetch(`http://127.0.0.1:${adapter.port}/healthz`);
+    assert.equal(health.status, 200);
+    const ready = await fetch(`http://127.0.0.1:${adapter.port}/readyz`);
+    assert.equal(ready.status, 200);
+    assert.equal(((await ready.json()) as { svc: string }).svc, 'reachable');
+  } finally {
+    assert.equal(await adapter.stop('SIGTERM'), 0, 'SIGTERM ends it with exit 0');
+  }
+});
+
+test('§4.4 an alert svc refuses as malformed is isolated and passed over; every other alert of its batch is stored', async () => {
+  const own = await startIndexerStandIn({ username: INDEXER_USER, password: INDEXER_PASSWORD });
+  const other = await adapterTenant(db, 'poison');
+  const alerts = wazuhAlerts(40, 0, { manager: 'poison-manager' });
+  const poison = {
+    ...alerts[17],
+    rule: { ...alerts[17]?.rule, level: 99 },
+  } as (typeof alerts)[number];
+  alerts[17] = poison;
+  own.append(...alerts);
+  const adapter = await startAdapter(other.env(api.url, own, { SVC_INGEST_BATCH: '40' }));
+  try {
+    const ids = await eventually(
+      () => storedSourceIds(db, other.tenantId),
+      (m) => m.size === alerts.length - 1,
+    );
+    assert.deepEqual(
+      [...ids.keys()].sort(),
+      alerts
+        .filter((a) => a !== poison)
+        .map((a) => a.id)
+        .sort(),
+    );
+    const refused = await adapter.waitForLog(
+      (l) => l.msg === 'svc refused this alert as malformed; passing over it',
+    );
+    assert.equal(refused.source_id, poison.id, 'the log names the alert it passed over');
+    assert.equal(adapter.logs().filter((l) => l.msg === refused.msg).length, 1);
+  } finally {
+    assert.equal(await adapter.stop(), 0);
+    await own.close();
+    await other.mounts.remove();
+  }
+});

@@ -1,0 +1,93 @@
+import { writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { issueBootstrapCredential } from '../../src/domains/adapter/adapter-service.ts';
+import { adapterEnv, createSecretMounts, type SecretMounts } from '../support/adapter-process.ts';
+import type { TestDatabase } from '../support/database.ts';
+import { createTenant } from '../support/fixtures.ts';
+import type { IndexerStandIn } from '../support/indexer-stand-in.ts';
+
+export const INDEXER_USER = 'admin';
+export const INDEXER_PASSWORD = 'indexer-Secret-9';
+
+export interface AdapterTenant {
+  tenantId: string;
+  mounts: SecretMounts;
+  /** The chart's environment for this tenant's adapter, at svc `apiUrl` and `indexer`. */
+  env(
+    apiUrl: string,
+    indexer: IndexerStandIn,
+    extra?: Record<string, string>,
+  ): Record<string, string>;
+}
+
+/**
+ * A tenant as provisioning leaves it for its adapter: a bootstrap credential issued and
+ * written into the bootstrap Secret's mount, the indexer login in files beside it.
+ */
+export async function adapterTenant(db: TestDatabase, slug?: string): Promise<AdapterTenant> {
+  const tenantId = await createTenant(db.pools.app, slug);
+  const { secret } = await db.app.withTenant(tenantId, (tx) =>
+    issueBootstrapCredential(tx, tenantId),
+  );
+  const mounts = await createSecretMounts();
+  await mounts.writeBootstrap({ 'tenant-id': tenantId, credential: secret });
+  const username = path.join(mounts.root, 'indexer-username');
+  const password = path.join(mounts.root, 'indexer-password');
+  await writeFile(username, `${INDEXER_USER}\n`);
+  await writeFile(password, `${INDEXER_PASSWORD}\n`);
+  return {
+    tenantId,
+    mounts,
+    env: (apiUrl, indexer, extra = {}) =>
+      adapterEnv({
+        apiUrl,
+        tenantId,
+        indexerUrl: indexer.url,
+        mounts,
+        extra: {
+          SVC_INDEXER_USERNAME_FILE: username,
+          SVC_INDEXER_PASSWORD_FILE: password,
+          ...extra,
+        },
+      }),
+  };
+}
+
+/** Ground truth through the BYPASSRLS role: how often each source id was stored as an event. */
+export async function storedSourceIds(
+  db: TestDatabase,
+  tenantId: string,
+): Promise<Map<string, number>> {
+  const { rows } = await db.pools.mssp.query<{ source_id: string; n: string }>(
+    `SELECT payload->>'source_id' AS source_id, count(*) AS n FROM events
+      WHERE tenant_id = $1 AND type = 'alert.received' GROUP BY 1`,
+    [tenantId],
+  );
+  return new Map(rows.map((r) => [r.source_id, Number(r.n)]));
+}
+
+export async function alertEventCount(db: TestDatabase, tenantId: string): Promise<number> {
+  const { rows } = await db.pools.mssp.query<{ n: string }>(
+    `SELECT count(*) AS n FROM events WHERE tenant_id = $1 AND type = 'alert.received'`,
+    [tenantId],
+  );
+  return Number(rows[0]?.n ?? 0);
+}
+
+/** Polls until `check` holds; throws with the last value after `timeoutMs`. */
+export async function eventually<T>(
+  read: () => Promise<T>,
+  check: (value: T) => boolean,
+  timeoutMs = 45_000,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let value = await read();
+  while (!check(value)) {
+    if (Date.now() > deadline)
+      throw new Error(`condition not met; last value: ${JSON.stringify(value)}`);
+    await sleep(100);
+    value = await read();
+  }
+  return value;
+}

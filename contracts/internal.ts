@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { AdapterStatus } from './adapter-status.ts';
 import { TenantState } from './mssp.ts';
 import { Problem, route, Uuid } from './route.ts';
 
@@ -15,13 +16,6 @@ export const BootstrapCredential = Type.String({ pattern: '^[A-Za-z0-9_-]{43}$' 
 export const BootstrapBody = Type.Object(
   { tenant_id: Uuid, credential: BootstrapCredential },
   { additionalProperties: false },
-);
-
-/** Flat, bounded component → value map (e.g. `{ "monitor": "ready", "queue_depth": 3 }`). */
-export const AdapterStatus = Type.Record(
-  Type.String({ pattern: '^[a-z][a-z0-9_.-]{0,63}$' }),
-  Type.Union([Type.String({ maxLength: 256 }), Type.Number(), Type.Boolean(), Type.Null()]),
-  { maxProperties: 64, additionalProperties: false },
 );
 
 export const HeartbeatBody = Type.Object(

@@ -1,5 +1,6 @@
 import type { TSchema } from 'typebox';
 import Type from 'typebox';
+import { AdapterStatus } from './adapter-status.ts';
 import { Email } from './email.ts';
 import { type Impersonation, type Method, Problem, type Route, route, Uuid } from './route.ts';
 import { TenantConfig } from './tenant-config.ts';
@@ -146,6 +147,22 @@ export const AuditRow = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * A tenant's adapter as its last heartbeat left it, and what it has delivered (docs/adapter.md);
+ * null until the adapter is first heard from.
+ */
+export const AdapterActivity = Type.Object(
+  {
+    version: Type.String(),
+    first_seen_at: Timestamp,
+    last_seen_at: Timestamp,
+    status: AdapterStatus,
+    alerts_total: Type.Integer({ minimum: 0 }),
+    checkpoint_at: Type.Union([Timestamp, Type.Null()]),
+  },
+  { additionalProperties: false },
+);
+
 export const msspTenantContract = {
   createTenant: msspRoute('deny', {
     method: 'POST',
@@ -208,6 +225,7 @@ export const msspTenantContract = {
               { additionalProperties: false },
             ),
           ),
+          adapter: Type.Union([AdapterActivity, Type.Null()]),
         },
         { additionalProperties: false },
       ),
@@ -470,6 +488,10 @@ export const Incident = Type.Object(
     verdict: Type.Union([Type.String(), Type.Null()]),
     opened_at: Type.String(),
     updated_at: Type.String(),
+    /** Alerts grouped into this investigation at ingest (docs/ingest.md, the grouping rule). */
+    alert_count: Type.Integer({ minimum: 0 }),
+    /** The newest of those alerts' timestamps; null while it has none. */
+    last_alert_at: Type.Union([Type.String(), Type.Null()]),
   },
   { additionalProperties: false },
 );

@@ -77,6 +77,10 @@ export const Incident = closed({
   updated_at: Timestamp,
   resolved_at: NullableTimestamp,
   closed_at: NullableTimestamp,
+  /** Alerts grouped into this investigation at ingest (docs/ingest.md, the grouping rule). */
+  alert_count: Count,
+  /** The newest of those alerts' timestamps; null while it has none. */
+  last_alert_at: NullableTimestamp,
 });
 
 export const Report = closed({

@@ -100,8 +100,10 @@ test('§4.3 incidents: newest first, only customer-facing fields, filtered by st
   assert.equal(all.body.next_cursor, null);
   const [first] = all.body.items;
   assert.deepEqual(Object.keys(first ?? {}).sort(), [
+    'alert_count',
     'closed_at',
     'id',
+    'last_alert_at',
     'opened_at',
     'resolved_at',
     'severity',

@@ -12,7 +12,16 @@ import {
   resolve,
   type State,
 } from './lookup.ts';
-import { chartLabel, describe, details, print, progress, stateLabel, table } from './output.ts';
+import {
+  adapterDetails,
+  chartLabel,
+  describe,
+  details,
+  print,
+  progress,
+  stateLabel,
+  table,
+} from './output.ts';
 import { ask, CliError, expectStatus, type Session, withSession } from './session.ts';
 
 /** The actions of `svc tenants …`, one per subcommand. */
@@ -104,7 +113,7 @@ export async function get(ref: string, opts: { json: boolean }): Promise<void> {
   await withSession(async (s) => {
     const body = await getTenant(s, await resolve(s, ref));
     if (opts.json) return print(body);
-    print(table(details(body.tenant)));
+    print(table([...details(body.tenant), ...adapterDetails(body.adapter)]));
     print(['lifecycle:', ...body.lifecycle.map(describe)].join('\n'));
   });
 }

@@ -1,5 +1,5 @@
 import type { Static } from 'typebox';
-import type { Tenant } from '../../../contracts/mssp.ts';
+import type { AdapterActivity, Tenant } from '../../../contracts/mssp.ts';
 
 /** What the commands print: JSON or text on stdout, progress on stderr, lifecycle lines, tables. */
 
@@ -90,5 +90,27 @@ export function details(t: TenantJson): string[][] {
     ['created', t.created_at],
     ...(t.deleted_at ? [['deleted', t.deleted_at]] : []),
     ...(e ? [['error', `${e.message} (${e.code}) at step ${e.step}`]] : []),
+  ];
+}
+
+/**
+ * The adapter rows of `svc tenants get`: when it was last heard, what its last heartbeat said
+ * about ingest, and how many alerts it has delivered (docs/adapter.md).
+ */
+export function adapterDetails(a: Static<typeof AdapterActivity> | null): string[][] {
+  if (!a) return [['adapter', 'not heard from yet']];
+  const st = a.status;
+  const ingest = [
+    st.ingest,
+    st.indexer !== undefined && `indexer ${st.indexer}`,
+    typeof st.lag_seconds === 'number' && `lag ${st.lag_seconds} s`,
+  ].filter((part) => typeof part === 'string' && part);
+  return [
+    ['adapter', `${a.version}, last heard ${a.last_seen_at}`],
+    ...(ingest.length > 0 ? [['ingest', ingest.join(', ')]] : []),
+    [
+      'alerts',
+      `${a.alerts_total} delivered${a.checkpoint_at ? `, last batch ${a.checkpoint_at}` : ''}`,
+    ],
   ];
 }

@@ -124,3 +124,16 @@ export async function upsertHeartbeat(
     [row.tenant_id, row.seen_at, row.adapter_version, JSON.stringify(row.status)],
   );
 }
+
+/** The transaction's tenant's last heartbeat; undefined before its adapter was first heard. */
+export async function findHeartbeat(tx: TenantTx): Promise<
+  | (Pick<s.adapter_heartbeats.Selectable, 'adapter_version' | 'first_seen_at' | 'last_seen_at'> & {
+      status: Record<string, string | number | boolean | null>;
+    })
+  | undefined
+> {
+  const { rows } = await tx.query(
+    'SELECT adapter_version, first_seen_at, last_seen_at, status FROM adapter_heartbeats',
+  );
+  return rows[0];
+}

@@ -133,14 +133,16 @@ export async function saveCheckpoint(
 /** The stored position and total, or undefined before the first batch. */
 export async function findCheckpoint(
   tx: TenantTx,
-): Promise<{ position: Checkpoint; alertsTotal: number } | undefined> {
-  const { rows } = await tx.query<CheckpointRow>(
+): Promise<{ position: Checkpoint; alertsTotal: number; updatedAt: Date } | undefined> {
+  const { rows } = await tx.query<CheckpointRow & { updated_at: Date }>(
     prepared(
       'ingest.checkpoint',
-      'SELECT position, alerts_total FROM ingest_checkpoints WHERE source = $1',
+      'SELECT position, alerts_total, updated_at FROM ingest_checkpoints WHERE source = $1',
       [WAZUH],
     ),
   );
   const row = rows[0];
-  return row ? { position: row.position, alertsTotal: Number(row.alerts_total) } : undefined;
+  return row
+    ? { position: row.position, alertsTotal: Number(row.alerts_total), updatedAt: row.updated_at }
+    : undefined;
 }

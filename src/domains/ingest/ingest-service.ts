@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { MAX_ALERT_BYTES } from '../../../contracts/internal.ts';
 import type { AppDatabase } from '../../db/pools.ts';
 import type { TenantTx } from '../../db/tenant-context.ts';
+import { findHeartbeat } from '../adapter/adapter-repository.ts';
 import { AdapterTenantGoneError } from '../adapter/adapter-types.ts';
 import { appendStreamStarts, type StreamStart } from '../events/event-repository.ts';
 import { findTenant } from '../tenants/tenant-repository.ts';
@@ -17,6 +18,7 @@ import {
   saveGroups,
 } from './ingest-repository.ts';
 import {
+  type AdapterActivity,
   type AlertBatch,
   type AlertGroup,
   type AlertProblem,
@@ -82,6 +84,26 @@ export function createIngestService(deps: IngestServiceDeps) {
       });
       if (!view) throw new AdapterTenantGoneError(tenantId);
       return view;
+    },
+
+    /**
+     * What an operator watches of a tenant's adapter: its last heartbeat (version, status map)
+     * and what it has delivered. Undefined until the adapter is first heard from.
+     */
+    activity(tenantId: string): Promise<AdapterActivity | undefined> {
+      return deps.db.withTenant(tenantId, async (tx) => {
+        const beat = await findHeartbeat(tx);
+        if (!beat) return undefined;
+        const stored = await findCheckpoint(tx);
+        return {
+          version: beat.adapter_version,
+          firstSeenAt: beat.first_seen_at,
+          lastSeenAt: beat.last_seen_at,
+          status: beat.status,
+          alertsTotal: stored?.alertsTotal ?? 0,
+          checkpointAt: stored?.updatedAt ?? null,
+        };
+      });
     },
   };
 }

@@ -71,3 +71,16 @@ export interface AlertGroup extends GroupKey {
   alertCount: number;
   closed: boolean;
 }
+
+/** A tenant's adapter as its operator sees it (MSSP tenant detail, `svc tenants get`). */
+export interface AdapterActivity {
+  version: string;
+  firstSeenAt: Date;
+  lastSeenAt: Date;
+  /** The status map of its last heartbeat (docs/adapter.md). */
+  status: Record<string, string | number | boolean | null>;
+  /** Alerts it delivered that were new. */
+  alertsTotal: number;
+  /** When its checkpoint last moved; null before its first batch. */
+  checkpointAt: Date | null;
+}

@@ -56,7 +56,8 @@ export async function listCustomerInvestigations(
     prepared(
       'investigations.customer-list',
       `SELECT id, title, summary, status, severity, verdict, source, source_ref,
-              opened_at, updated_at, resolved_at, closed_at, ${k.sortKey}
+              opened_at, updated_at, resolved_at, closed_at, alert_count, last_alert_at,
+              ${k.sortKey}
          FROM investigations
         WHERE ($1::text IS NULL OR status = $1)
           AND ($2::text IS NULL OR severity = $2)

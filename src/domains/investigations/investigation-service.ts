@@ -41,6 +41,7 @@ function toIncident(row: CustomerInvestigationRow): IncidentBody {
     updated_at: row.updated_at.toISOString(),
     resolved_at: row.resolved_at?.toISOString() ?? null,
     closed_at: row.closed_at?.toISOString() ?? null,
+    last_alert_at: row.last_alert_at?.toISOString() ?? null,
   };
 }
 

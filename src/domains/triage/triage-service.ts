@@ -80,8 +80,28 @@ export type TriageService = ReturnType<typeof createTriageService>;
 
 /** The MSSP list shows fewer columns than the customer's; the query is the one they share. */
 function summary(row: IncidentSummary): IncidentSummary {
-  const { id, title, status, severity, verdict, opened_at, updated_at } = row;
-  return { id, title, status, severity, verdict, opened_at, updated_at };
+  const {
+    id,
+    title,
+    status,
+    severity,
+    verdict,
+    opened_at,
+    updated_at,
+    alert_count,
+    last_alert_at,
+  } = row;
+  return {
+    id,
+    title,
+    status,
+    severity,
+    verdict,
+    opened_at,
+    updated_at,
+    alert_count,
+    last_alert_at,
+  };
 }
 
 async function requireTenant(tx: TenantTx, tenantId: string): Promise<void> {

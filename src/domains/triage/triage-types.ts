@@ -25,7 +25,15 @@ export type Review = Pick<
 /** An investigation as the MSSP incident list shows it. */
 export type IncidentSummary = Pick<
   s.investigations.Selectable,
-  'id' | 'title' | 'status' | 'severity' | 'verdict' | 'opened_at' | 'updated_at'
+  | 'id'
+  | 'title'
+  | 'status'
+  | 'severity'
+  | 'verdict'
+  | 'opened_at'
+  | 'updated_at'
+  | 'alert_count'
+  | 'last_alert_at'
 >;
 
 export type ReviewDecision = 'approved' | 'rejected';

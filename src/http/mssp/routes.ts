@@ -2,6 +2,7 @@ import { Hono } from 'hono';
 import { msspTenantContract } from '../../../contracts/mssp.ts';
 import { MSSP_ROLES } from '../../auth/identity.ts';
 import type { AuditService } from '../../domains/audit/audit-service.ts';
+import type { IngestService } from '../../domains/ingest/ingest-service.ts';
 import type { TenantService } from '../../domains/tenants/tenant-service.ts';
 import { implement } from '../contract.ts';
 import type { StreamDeps } from '../event-stream.ts';
@@ -14,6 +15,8 @@ import { msspTenantRoutes } from './tenants.ts';
 
 export interface MsspRoutesDeps {
   tenants: TenantService;
+  /** The tenant detail shows what its adapter has delivered. */
+  ingest: IngestService;
   audit: AuditService;
   streams: StreamDeps;
   /** The first edge port of the install: tenants answer with their ports, not the pair index. */
@@ -21,9 +24,15 @@ export interface MsspRoutesDeps {
 }
 
 /** `/api/mssp/*` tenant operations, cross-tenant views and impersonation (spec §4.2). */
-export function msspRoutes({ tenants, audit, streams, edgePortBase }: MsspRoutesDeps): Hono {
+export function msspRoutes({
+  tenants,
+  ingest,
+  audit,
+  streams,
+  edgePortBase,
+}: MsspRoutesDeps): Hono {
   const app = new Hono();
-  app.route('/', msspTenantRoutes(tenants, streams, edgePortBase));
+  app.route('/', msspTenantRoutes(tenants, ingest, streams, edgePortBase));
   app.route('/', impersonationRoutes(tenants));
   app.route('/', fleetRoutes(tenants));
 

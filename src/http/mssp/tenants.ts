@@ -1,6 +1,8 @@
 import { Hono } from 'hono';
 import { msspTenantContract } from '../../../contracts/mssp.ts';
 import { MSSP_ROLES } from '../../auth/identity.ts';
+import type { IngestService } from '../../domains/ingest/ingest-service.ts';
+import type { AdapterActivity } from '../../domains/ingest/ingest-types.ts';
 import type { TenantService } from '../../domains/tenants/tenant-service.ts';
 import type { Tenant } from '../../domains/tenants/tenant-types.ts';
 import { edgePorts } from '../../orchestrator/edge-ports.ts';
@@ -29,12 +31,24 @@ export function tenantJson(t: Tenant, edgePortBase: number) {
   };
 }
 
+function activityJson(a: AdapterActivity) {
+  return {
+    version: a.version,
+    first_seen_at: a.firstSeenAt.toISOString(),
+    last_seen_at: a.lastSeenAt.toISOString(),
+    status: a.status,
+    alerts_total: a.alertsTotal,
+    checkpoint_at: a.checkpointAt?.toISOString() ?? null,
+  };
+}
+
 const anyMssp = requireRole(...MSSP_ROLES);
 const operators = requireRole('platform_admin', 'mssp_admin');
 
 /** `/api/mssp/tenants/*`: create, read and move tenants (spec §4.2). */
 export function msspTenantRoutes(
   tenants: TenantService,
+  ingest: IngestService,
   streams: StreamDeps,
   edgePortBase: number,
 ): Hono {
@@ -59,11 +73,13 @@ export function msspTenantRoutes(
   implement(app, msspTenantContract.getTenant, [anyMssp])(async (c, { params }) => {
     const id = tenantOfRequest(c, params.tenant_id);
     const { tenant, lifecycle } = await tenants.getWithLifecycle(id).catch(tenantProblem);
+    const adapter = await ingest.activity(id);
     return {
       status: 200,
       body: {
         tenant: toJson(tenant),
         lifecycle: lifecycle.map((e) => ({ ...e, occurred_at: e.occurred_at.toISOString() })),
+        adapter: adapter ? activityJson(adapter) : null,
       },
     };
   });

@@ -57,6 +57,7 @@ export function triageRoutes(triage: TriageService): Hono {
           ...r,
           opened_at: r.opened_at.toISOString(),
           updated_at: r.updated_at.toISOString(),
+          last_alert_at: r.last_alert_at?.toISOString() ?? null,
         })),
         next_cursor: nextCursor('mssp-incidents', result.next),
       },

@@ -206,6 +206,7 @@ function mountApi(
     '/',
     msspRoutes({
       tenants: services.tenants,
+      ingest: services.ingest,
       audit: services.audit,
       streams: api.streams,
       edgePortBase: api.edgePortBase,

@@ -118,6 +118,44 @@ export async function get(ref: string, opts: { json: boolean }): Promise<void> {
   });
 }
 
+/**
+ * A tenant's incidents, newest opened first (GET /api/mssp/tenants/{id}/incidents): what its
+ * alerts were grouped into (docs/ingest.md), with each one's alert count.
+ */
+export async function incidents(
+  ref: string,
+  opts: { limit: string; json: boolean },
+): Promise<void> {
+  checkRef(ref);
+  const limit = Number(opts.limit);
+  if (!/^[1-9][0-9]*$/.test(opts.limit) || limit > 200)
+    throw new CliError(2, `--limit must be an integer 1-200, got ${opts.limit}`);
+  await withSession(async (s) => {
+    const id = await resolve(s, ref);
+    const body = expectStatus(
+      await s.svc.mssp.tenantIncidents({ params: { tenant_id: id }, query: { limit } }),
+      200,
+    );
+    if (opts.json) return print(body);
+    if (body.items.length === 0) return progress('No incidents.');
+    const when = (iso: string | null) => (iso ? `${iso.slice(0, 19).replace('T', ' ')}Z` : '-');
+    print(
+      table([
+        ['OPENED', 'SEVERITY', 'STATUS', 'ALERTS', 'LAST ALERT', 'TITLE'],
+        ...body.items.map((i) => [
+          when(i.opened_at),
+          i.severity,
+          i.status,
+          String(i.alert_count),
+          when(i.last_alert_at),
+          i.title,
+        ]),
+      ]),
+    );
+    if (body.next_cursor) progress(`(the newest ${limit}; --limit up to 200 shows more)`);
+  });
+}
+
 async function confirmDecommission(s: Session, id: string): Promise<void> {
   const { tenant } = await getTenant(s, id);
   const answer = await ask(

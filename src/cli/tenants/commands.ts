@@ -1,6 +1,6 @@
 import { type Command, Option } from 'commander';
 import { TenantState } from '../../../contracts/mssp.ts';
-import { create, decommission, get, list, retry, upgrade } from './actions.ts';
+import { create, decommission, get, incidents, list, retry, upgrade } from './actions.ts';
 import { CliError } from './session.ts';
 
 /**
@@ -60,6 +60,13 @@ export function registerTenantCommands(program: Command): void {
     .argument('<id|slug>')
     .addOption(jsonOption())
     .action(run(get));
+  tenants
+    .command('incidents')
+    .description("List a tenant's incidents (grouped alerts), newest first")
+    .argument('<id|slug>')
+    .option('--limit <n>', 'at most this many (1-200)', '50')
+    .addOption(jsonOption())
+    .action(run(incidents));
   tenants
     .command('decommission')
     .description('Start decommissioning an active tenant (the grace period begins)')

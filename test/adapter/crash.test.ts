@@ -1,39 +1,13 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { startAdapter } from '../support/adapter-process.ts';
-import { startTestApi, type TestApi } from '../support/api.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { type IndexerStandIn, startIndexerStandIn } from '../support/indexer-stand-in.ts';
 import { wazuhAlerts } from '../support/wazuh-alerts.ts';
-import {
-  type AdapterTenant,
-  adapterTenant,
-  alertEventCount,
-  eventually,
-  INDEXER_PASSWORD,
-  INDEXER_USER,
-  storedSourceIds,
-} from './support.ts';
+import { alertEventCount, eventually, storedSourceIds, useAdapterRig } from './support.ts';
 
-let db: TestDatabase;
-let api: TestApi;
-let indexer: IndexerStandIn;
-let tenant: AdapterTenant;
-
-before(async () => {
-  db = await createTestDatabase();
-  api = await startTestApi(db);
-  indexer = await startIndexerStandIn({ username: INDEXER_USER, password: INDEXER_PASSWORD });
-  tenant = await adapterTenant(db, 'crash');
-});
-after(async () => {
-  await indexer.close();
-  await api.close();
-  await tenant.mounts.remove();
-  await db.drop();
-});
+const rig = useAdapterRig('crash');
 
 test('§6.2 SIGKILL mid-stream, then a restart: the adapter resumes at svc’s checkpoint and every alert is stored exactly once', async () => {
+  const { db, api, indexer, tenant } = rig;
   const alerts = wazuhAlerts(4_000, 0, { stepMs: 7 });
   indexer.append(...alerts);
   // Small batches, so the kill lands between two of them (or during one).

@@ -1,40 +1,23 @@
 import assert from 'node:assert/strict';
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import { createSvcClient } from '../../contracts/index.ts';
 import { bearer, heartbeatRow, setState, tenantState } from '../internal/support.ts';
 import { startAdapter } from '../support/adapter-process.ts';
-import { startTestApi, type TestApi } from '../support/api.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { type IndexerStandIn, startIndexerStandIn } from '../support/indexer-stand-in.ts';
+import { startIndexerStandIn } from '../support/indexer-stand-in.ts';
 import { wazuhAlerts } from '../support/wazuh-alerts.ts';
 import {
-  type AdapterTenant,
   adapterTenant,
   eventually,
   INDEXER_PASSWORD,
   INDEXER_USER,
   storedSourceIds,
+  useAdapterRig,
 } from './support.ts';
 
-let db: TestDatabase;
-let api: TestApi;
-let indexer: IndexerStandIn;
-let tenant: AdapterTenant;
-
-before(async () => {
-  db = await createTestDatabase();
-  api = await startTestApi(db);
-  indexer = await startIndexerStandIn({ username: INDEXER_USER, password: INDEXER_PASSWORD });
-  tenant = await adapterTenant(db, 'flow');
-});
-after(async () => {
-  await indexer.close();
-  await api.close();
-  await tenant.mounts.remove();
-  await db.drop();
-});
+const rig = useAdapterRig('flow');
 
 test('§1.2 §4.4 §6.2 svc adapter: bootstraps, activates its tenant, and carries Wazuh alerts from the indexer into the event store', async () => {
+  const { db, api, indexer, tenant } = rig;
   await setState(db, tenant.tenantId, 'provisioning');
   const first = wazuhAlerts(1_200);
   indexer.append(...first);
@@ -114,6 +97,7 @@ test('§1.2 §4.4 §6.2 svc adapter: bootstraps, activates its tenant, and carri
 });
 
 test('§4.4 an alert svc refuses as malformed is isolated and passed over; every other alert of its batch is stored', async () => {
+  const { db, api } = rig;
   const own = await startIndexerStandIn({ username: INDEXER_USER, password: INDEXER_PASSWORD });
   const other = await adapterTenant(db, 'poison');
   const alerts = wazuhAlerts(40, 0, { manager: 'poison-manager' });

@@ -1,11 +1,13 @@
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { after, before } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { issueBootstrapCredential } from '../../src/domains/adapter/adapter-service.ts';
 import { adapterEnv, createSecretMounts, type SecretMounts } from '../support/adapter-process.ts';
-import type { TestDatabase } from '../support/database.ts';
+import { startTestApi, type TestApi } from '../support/api.ts';
+import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
-import type { IndexerStandIn } from '../support/indexer-stand-in.ts';
+import { type IndexerStandIn, startIndexerStandIn } from '../support/indexer-stand-in.ts';
 
 export const INDEXER_USER = 'admin';
 export const INDEXER_PASSWORD = 'indexer-Secret-9';
@@ -90,4 +92,33 @@ export async function eventually<T>(
     value = await read();
   }
   return value;
+}
+
+/** One file's rig: a test database, the real app, a stand-in indexer and one adapter tenant. */
+export interface AdapterRig {
+  db: TestDatabase;
+  api: TestApi;
+  indexer: IndexerStandIn;
+  tenant: AdapterTenant;
+}
+
+/**
+ * Registers the before/after hooks that build and remove an AdapterRig for a test file; the
+ * returned object's fields are set once `before` has run.
+ */
+export function useAdapterRig(slug: string): AdapterRig {
+  const rig = {} as AdapterRig;
+  before(async () => {
+    rig.db = await createTestDatabase();
+    rig.api = await startTestApi(rig.db);
+    rig.indexer = await startIndexerStandIn({ username: INDEXER_USER, password: INDEXER_PASSWORD });
+    rig.tenant = await adapterTenant(rig.db, slug);
+  });
+  after(async () => {
+    await rig.indexer?.close();
+    await rig.api?.close();
+    await rig.tenant?.mounts.remove();
+    await rig.db?.drop();
+  });
+  return rig;
 }

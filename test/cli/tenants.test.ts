@@ -5,13 +5,11 @@ import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../src/db/embedded.ts';
 import { BUNDLED_CHARTS_DIR } from '../../src/orchestrator/catalog.ts';
 import { SYSTEM_VERSION } from '../../src/orchestrator/runtime.ts';
 import {
-  adapterHeartbeat,
   type Orchestration,
   PASSWORD,
   tenantConfig,
@@ -107,18 +105,17 @@ async function slugsListed(): Promise<string[]> {
   return res.status === 200 ? res.body.items.map((t) => t.slug) : [];
 }
 
-/** What the tenant's adapter would do: heartbeat until svc answers active, while `cli` runs. */
-async function heartbeatUntilActive(slug: string, cli: Promise<Ran>): Promise<void> {
-  let exited = false;
-  void cli.finally(() => {
-    exited = true;
+/**
+ * The tenant's adapter, run while `cli` waits: the real `svc adapter` for the tenant's Pod once
+ * helm made it (test/provisioning/adapter-pod.ts). It keeps running until its Pod is replaced
+ * or the orchestration closes. Gives up when the CLI exits first (its failure is the report).
+ */
+async function adapterWhile(slug: string, cli: Promise<Ran>): Promise<void> {
+  const exited = new AbortController();
+  void cli.finally(() => exited.abort());
+  await o.runAdapter(slug, { signal: exited.signal, timeoutMs: 240_000 }).catch((error) => {
+    if (!exited.signal.aborted) throw error;
   });
-  const deadline = Date.now() + 240_000;
-  while (!exited && Date.now() < deadline) {
-    const beat = await adapterHeartbeat(o, slug).catch(() => undefined);
-    if (beat?.body.tenant_state === 'active') return;
-    await sleep(250);
-  }
 }
 
 function activeTenant(): { id: string; slug: string } {
@@ -162,7 +159,7 @@ test('§9.4 create --wait prints each step and transition and exits 0 once the t
       stdin: JSON.stringify(tenantConfig(slug)),
     },
   );
-  await heartbeatUntilActive(slug, cli);
+  await adapterWhile(slug, cli);
   const ran = await cli;
   assert.equal(ran.code, 0, ran.stderr);
   const id = ran.stdout.trim();

@@ -24,6 +24,8 @@ test('§3.1 row 3 a heartbeat before the package is Ready does not activate; rec
   const slug = uniqueSlug('early');
   const id = await createTenantVia(o, tenantConfig(slug));
   await waitForState(o, id, 'provisioning');
+  // The test sends these heartbeats itself (not the real adapter, see activeTenant): each must
+  // land at a moment the test picks, and its exact answer is the point.
   const beat = await adapterHeartbeat(o, slug);
   assert.deepEqual(
     [beat.status, beat.body],

@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { findTenant } from '../../src/domains/tenants/tenant-repository.ts';
 import { RELEASE_NAME, renderFor } from '../../src/orchestrator/release.ts';
+import { wazuhAlerts } from '../support/wazuh-alerts.ts';
 import {
-  adapterHeartbeat,
   createTenantVia,
   PROVISIONED_LIFECYCLE,
   tenantConfig,
@@ -97,11 +98,35 @@ test('§9.4 create → namespace with §2.5 labels, bootstrap Secrets, package R
   await waitForState(o, id, 'provisioning');
   const steps = await waitForStep(o, id, 'step:package_ready');
   assert.deepEqual(steps, PROVISIONED_LIFECYCLE);
-  const beat = await adapterHeartbeat(o, slug);
-  assert.deepEqual([beat.status, beat.body], [200, { tenant_state: 'active', activated: true }]);
+  // Its Pod's adapter, run from the Pod's own Secrets and environment: the first heartbeat
+  // activates the tenant (the process logs this only when svc answers `activated: true`).
+  const adapterPod = await o.runAdapter(slug);
+  await adapterPod.adapter.waitForLog((l) => l.msg === 'the tenant is active (first heartbeat)');
   const row = await tenantRow(o, id);
   assert.equal(row?.state, 'active');
   assert.equal(row?.chart_version, '0.1.0');
+  const { rows: activation } = await o.db.pools.mssp.query<{ actor_principal: string }>(
+    `SELECT actor_principal FROM audit_log WHERE tenant_id = $1 AND action = 'tenant.activate'`,
+    [id],
+  );
+  assert.deepEqual(activation, [{ actor_principal: 'Adapter' }]);
+  // Alerts flow in: the indexer login the chart mounts for the adapter is the one the tenant's
+  // indexer is configured with (the stand-in refuses any other), and svc stores what it reads.
+  const alerts = wazuhAlerts(3);
+  adapterPod.indexer.append(...alerts);
+  for (const deadline = Date.now() + 60_000; ; await sleep(200)) {
+    const { rows: stored } = await o.db.pools.mssp.query<{ source_id: string }>(
+      `SELECT payload->>'source_id' AS source_id FROM events
+        WHERE tenant_id = $1 AND type = 'alert.received'`,
+      [id],
+    );
+    const ids = stored.map((r) => r.source_id).sort();
+    if (ids.length === alerts.length) {
+      assert.deepEqual(ids, alerts.map((a) => String(a.id)).sort());
+      break;
+    }
+    assert.ok(Date.now() < deadline, `alerts stored: ${ids.join(', ')}`);
+  }
 
   // Every workload the release made is Ready, every claim bound.
   const deployments = await o.apps.listNamespacedDeployment({ namespace });

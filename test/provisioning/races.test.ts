@@ -27,7 +27,9 @@ import {
 /**
  * Issue 18 item 5: every pair of lifecycle triggers that can meet on one tenant, made to meet
  * deterministically: the orchestrator paused inside a helm call, or the test holding the
- * tenant's lock as the orchestrator holds it while it works.
+ * tenant's lock as the orchestrator holds it while it works. The heartbeats in these races are
+ * sent by the test (`adapterHeartbeat`), not by a running adapter: each must land inside the
+ * window the test holds open, and its answer is what is asserted.
  */
 
 let chartsDir: string;

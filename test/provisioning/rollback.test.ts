@@ -7,7 +7,6 @@ import { RELEASE_NAME } from '../../src/orchestrator/release.ts';
 import { problemCode } from '../support/api.ts';
 import { denyDeployments as injectDenial } from './inject.ts';
 import {
-  adapterHeartbeat,
   createTenantVia,
   lifecycle,
   tenantConfig,
@@ -91,7 +90,9 @@ test('§3.1 a failed package install rolls back (uninstall, namespace deleted), 
     'pending->provisioning',
   ]);
   await waitForStep(o, id, 'step:package_ready');
-  assert.equal((await adapterHeartbeat(o, slug)).body.tenant_state, 'active');
+  // The retried install's Secrets work: its adapter, run from them, activates the tenant.
+  await o.runAdapter(slug);
+  await waitForState(o, id, 'active', 60_000);
   const release = await o.deps.helm.status({ release: RELEASE_NAME, namespace });
   assert.equal(release?.status, 'deployed');
   const { rows: refs } = await o.db.pools.mssp.query<{ purpose: string; version: number }>(

@@ -20,7 +20,6 @@ import { createTestNamespace, serviceAccountKubeconfig } from '../../testcluster
 import { mergeValues, renderSystemChart, sampleValues } from '../policies/system-chart.ts';
 import { getTestCluster, waitUntil } from '../support/cluster.ts';
 import {
-  adapterHeartbeat,
   createTenantVia,
   PROVISIONED_LIFECYCLE,
   tenantConfig,
@@ -314,10 +313,11 @@ test("§9.4 §5.8 svc provisions a tenant as its own ServiceAccount, confined by
     assert.ok(await exists(secret(ref.namespace, ref.name)), `${ref.namespace}/${ref.name}`);
   }
 
-  // Readiness (list Deployments, StatefulSets, PVCs as svc) passed, then the heartbeat.
+  // Readiness (list Deployments, StatefulSets, PVCs as svc) passed, then the first heartbeat of
+  // the tenant's adapter, run from the Secrets svc wrote into the namespace as itself.
   assert.deepEqual(await waitForStep(o, id, 'step:package_ready'), PROVISIONED_LIFECYCLE);
-  const beat = await adapterHeartbeat(o, slug);
-  assert.deepEqual([beat.status, beat.body], [200, { tenant_state: 'active', activated: true }]);
+  const adapter = await o.runAdapter(slug);
+  await adapter.adapter.waitForLog((l) => l.msg === 'the tenant is active (first heartbeat)');
   assert.equal((await tenantRow(o, id))?.state, 'active');
 
   // The release, read back as svc, and every object of its manifest exists: helm created the

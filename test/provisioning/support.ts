@@ -21,6 +21,7 @@ import { getTestCluster, type TestCluster } from '../support/cluster.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 import { testStorageClass } from '../support/volumes.ts';
+import { type AdapterPod, type AdapterPodOptions, runAdapterPod } from './adapter-pod.ts';
 
 export const PASSWORD = 'correct horse battery';
 
@@ -47,6 +48,11 @@ export interface Orchestration {
   installNamespace: string;
   core: CoreV1Api;
   apps: AppsV1Api;
+  /**
+   * Plays the kubelet for the tenant's adapter Pod (test/provisioning/adapter-pod.ts): the real
+   * `svc adapter` process runs until its Pod is deleted, `stop()`, or close().
+   */
+  runAdapter(slug: string, options?: AdapterPodOptions): Promise<AdapterPod>;
   close(): Promise<void>;
 }
 
@@ -141,6 +147,8 @@ export async function startOrchestration(
   const admin = createSvcClient({ baseUrl: api.url, headers: { origin: api.origin } });
   assert.equal((await admin.auth.login({ body: { email, password: PASSWORD } })).status, 200);
   const core = cluster.kubeConfig.makeApiClient(CoreV1Api);
+  const apps = cluster.kubeConfig.makeApiClient(AppsV1Api);
+  const adapters = new Set<AdapterPod>();
   return {
     cluster,
     db,
@@ -150,8 +158,15 @@ export async function startOrchestration(
     orchestrator,
     installNamespace,
     core,
-    apps: cluster.kubeConfig.makeApiClient(AppsV1Api),
+    apps,
+    async runAdapter(slug, adapterOptions) {
+      const pod = await runAdapterPod({ core, apps, apiUrl: api.url }, slug, adapterOptions);
+      adapters.add(pod);
+      return pod;
+    },
     async close() {
+      // The adapters first: they talk to the API closed below.
+      await Promise.all([...adapters].map((pod) => pod.stop()));
       // Every tenant namespace this install made (the cluster is shared by the whole run).
       const mine = await core.listNamespace({ labelSelector: `install-id=${installId}` });
       await Promise.all(
@@ -250,7 +265,12 @@ export async function lifecycle(o: Orchestration, id: string): Promise<string[]>
   );
 }
 
-/** The adapter's view: the JWT svc wrote into the tenant namespace, used as the adapter would. */
+/**
+ * One heartbeat sent by the test itself with the JWT svc wrote into the tenant namespace, for
+ * tests that need the endpoint's answer at a moment they choose (a race, a state the real
+ * adapter would pass through unseen). To activate a tenant, run its adapter: activeTenant or
+ * `o.runAdapter`.
+ */
 export async function adapterHeartbeat(o: Orchestration, slug: string) {
   const secret = await o.core.readNamespacedSecret({
     name: 'svc-adapter-token',
@@ -265,19 +285,21 @@ export async function adapterHeartbeat(o: Orchestration, slug: string) {
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
-/** A tenant taken all the way to `active`: created, provisioned, and heard from by its adapter. */
+/**
+ * A tenant taken all the way to `active`: created, provisioned, and heard from by its adapter,
+ * the real `svc adapter` process run for its Pod (`o.runAdapter`). The adapter keeps running
+ * until its Pod is deleted or the orchestration closes, as it would in the cluster.
+ */
 export async function activeTenant(
   o: Orchestration,
   prefix: string,
-): Promise<{ id: string; slug: string }> {
+): Promise<{ id: string; slug: string; adapter: AdapterPod }> {
   const slug = uniqueSlug(prefix);
   const id = await createTenantVia(o, tenantConfig(slug));
   await waitForState(o, id, 'provisioning');
-  for (let i = 0; (await adapterHeartbeat(o, slug)).body.tenant_state !== 'active'; i++) {
-    if (i > 960) throw new Error(`tenant ${id} never became active`);
-    await sleep(250);
-  }
-  return { id, slug };
+  const adapter = await o.runAdapter(slug);
+  await waitForState(o, id, 'active');
+  return { id, slug, adapter };
 }
 
 /**

@@ -46,6 +46,11 @@ async function kubeletWrite(dir: string, data: Record<string, string>): Promise<
   }
 }
 
+/** Writes `data` as the files of a Secret volume mounted at `dir`, the kubelet's way (above). */
+export function writeSecretVolume(dir: string, data: Record<string, string>): Promise<void> {
+  return kubeletWrite(dir, data);
+}
+
 export async function createSecretMounts(): Promise<SecretMounts> {
   const root = await mkdtemp(path.join(tmpdir(), 'svc-adapter-mounts-'));
   const bootstrapDir = path.join(root, 'bootstrap');
@@ -173,7 +178,11 @@ export async function startAdapter(env: Record<string, string>): Promise<Adapter
     );
   }
 
-  const running = await waitForLog((l) => l.msg === 'adapter running');
+  // A process that never came up is not left behind for the test file to outlive.
+  const running = await waitForLog((l) => l.msg === 'adapter running').catch((error) => {
+    child.kill('SIGKILL');
+    throw error;
+  });
   return {
     child,
     port: Number(running.port),

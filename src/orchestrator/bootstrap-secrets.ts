@@ -3,6 +3,12 @@ import { upsertSecretRef } from '../domains/tenants/tenant-config-repository.ts'
 import { installSecretNames, restoreBootstrapSecret } from '../domains/tenants/tenant-creation.ts';
 import type { Tenant } from '../domains/tenants/tenant-types.ts';
 import type { OrchestratorDeps } from './context.ts';
+import { ensureIndexerPki, INDEXER_TLS_SECRET } from './indexer-pki.ts';
+import {
+  ADAPTER_INDEXER_SECRET,
+  ensureIndexerUsers,
+  INDEXER_SECURITY_SECRET,
+} from './indexer-security.ts';
 import { ADAPTER_TOKEN_SECRET, COMPONENT_BOOTSTRAP_SECRET } from './render.ts';
 import { StepFailure } from './step-failure.ts';
 
@@ -12,8 +18,10 @@ const missing = (message: string) =>
 /**
  * Spec §9.4 items 4 and 6: the data-plane credentials move from the install-namespace
  * bootstrap Secret into the tenant namespace; the adapter gets its exchange credential and a
- * first JWT. The database records where they are (namespace, name, version), never the values.
- * Also how the reconciler refills a namespace it recreated.
+ * first JWT. svc also issues the indexer's PKI (indexer-pki.ts) and its users (the adapter's
+ * read-only login, indexer-security.ts), keeping what is still fit on a retry or resume. The
+ * database records where they are (namespace, name, version), never the values. Also how the
+ * reconciler refills a namespace it recreated.
  */
 export async function putBootstrapSecrets(
   deps: OrchestratorDeps,
@@ -39,6 +47,7 @@ export async function putBootstrapSecrets(
     },
     labels,
   );
+  const indexer = await ensureIndexerSecrets(deps, tenant, namespace);
   const minted = await deps.tokens.mintAdapter({ tenantId: tenant.id });
   await deps.namespaces.putSecret(
     namespace,
@@ -57,7 +66,43 @@ export async function putBootstrapSecrets(
     }
   });
   return {
-    secrets: refs.map(([, name]) => name),
+    secrets: [...refs.map(([, name]) => name), ...indexer.secrets],
     adapter_token_expires_at: new Date(minted.claims.exp * 1000).toISOString(),
   };
+}
+
+/**
+ * The tenant indexer's PKI (indexer-pki.ts) and its users (indexer-security.ts) in `namespace`,
+ * each kept while still fit, and their references. Part of putBootstrapSecrets; also run before
+ * a package upgrade, so a tenant installed before they existed gets them and certificates with
+ * less than 30 days left are re-issued (docs/charts-tenant.md "Indexer TLS"). The indexer's
+ * admin password is the one svc-bootstrap already holds in the namespace.
+ */
+export async function ensureIndexerSecrets(
+  deps: OrchestratorDeps,
+  tenant: Pick<Tenant, 'id'>,
+  namespace: string,
+): Promise<{ secrets: string[]; pki: 'kept' | 'issued' }> {
+  const labels = { 'managed-by': 'svc', 'tenant-id': tenant.id };
+  const components = await deps.namespaces.readSecret(namespace, COMPONENT_BOOTSTRAP_SECRET);
+  const adminPassword = components?.['monitor-bootstrap-password'];
+  if (!adminPassword)
+    throw missing(
+      `monitor-bootstrap-password missing from ${namespace}/${COMPONENT_BOOTSTRAP_SECRET}`,
+    );
+  const pki = await ensureIndexerPki(deps.namespaces, namespace, labels, deps.now());
+  if (pki.action === 'issued') {
+    deps.logger.info(
+      { tenant_id: tenant.id, namespace, reason: pki.reason },
+      'issued the indexer PKI',
+    );
+  }
+  await ensureIndexerUsers(deps.namespaces, namespace, adminPassword, labels);
+  const refs = [INDEXER_TLS_SECRET, ADAPTER_INDEXER_SECRET, INDEXER_SECURITY_SECRET];
+  await deps.db.withTenant(tenant.id, async (tx) => {
+    for (const { purpose, name } of refs) {
+      await upsertSecretRef(tx, { tenant_id: tenant.id, purpose, namespace, name });
+    }
+  });
+  return { secrets: refs.map((r) => r.name), pki: pki.action };
 }

@@ -4,6 +4,7 @@ import {
   dropUpgradeTarget,
 } from '../domains/provisioning/provisioning-repository.ts';
 import { findTenant } from '../domains/tenants/tenant-repository.ts';
+import { ensureIndexerSecrets } from './bootstrap-secrets.ts';
 import { ORCHESTRATOR_ACTOR, type OrchestratorDeps } from './context.ts';
 import { RELEASE_NAME, renderFor } from './release.ts';
 import { namespaceOf } from './render.ts';
@@ -30,6 +31,9 @@ export async function advanceUpgrade(
   const before = await deps.helm.status({ release: RELEASE_NAME, namespace });
   let outcome: { ok: true } | { ok: false; error: string; rolledBackTo: number | null };
   try {
+    // The indexer PKI and users the package mounts: written for a tenant installed before they
+    // existed, re-issued when a certificate has less than 30 days left.
+    await ensureIndexerSecrets(deps, tenant, namespace);
     const { chart, values } = await renderFor(deps, tenant, target);
     await deps.helm.upgrade({
       release: RELEASE_NAME,

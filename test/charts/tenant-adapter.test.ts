@@ -8,6 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { AppsV1Api, CoreV1Api, NetworkingV1Api } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { readAdapterSettings } from '../../src/adapter/settings.ts';
+import { INDEXER_TLS_SECRET } from '../../src/orchestrator/indexer-pki.ts';
+import { ADAPTER_INDEXER_SECRET } from '../../src/orchestrator/indexer-security.ts';
 import { createTestNamespace } from '../../testcluster/harness.ts';
 import { sampleTenantValues } from '../fixtures/tenant-values.ts';
 import { getTestCluster } from '../support/cluster.ts';
@@ -20,7 +22,7 @@ import {
 } from '../support/network-policies.ts';
 
 // The tenant chart's adapter side (issue 12): `svc adapter` from svc's own image, reading the
-// monitor subchart's indexer with that indexer's own credentials, fenced in by NetworkPolicies
+// monitor subchart's indexer as its own read-only user over verified TLS, fenced in by NetworkPolicies
 // that let it reach only the indexer, svc's API port and DNS. docs/charts-tenant.md "Adapter".
 
 const chart = fileURLToPath(new URL('../../charts/svc-tenant', import.meta.url));
@@ -113,6 +115,7 @@ test('§1.2 the adapter’s environment: API, tenant, bootstrap and token files,
     SVC_INDEXER_INDEX: 'wazuh-alerts-*',
     SVC_INDEXER_USERNAME_FILE: '/var/run/svc/indexer/username',
     SVC_INDEXER_PASSWORD_FILE: '/var/run/svc/indexer/password',
+    SVC_INDEXER_CA_FILE: '/var/run/svc/indexer-ca/root-ca.pem',
     SVC_ADAPTER_PORT: '8080',
     SVC_LOG_LEVEL: 'info',
   });
@@ -132,26 +135,34 @@ test('§1.2 the adapter’s environment: API, tenant, bootstrap and token files,
   assert.equal(String(health.containerPort), env.SVC_ADAPTER_PORT);
 });
 
-test('§1.2 the indexer login is the indexer’s own, by Secret reference: the password from its Secret and key, the username its other clients use', () => {
-  const indexer = find(sample, 'StatefulSet', 'monitor-indexer').spec.template.spec.containers[0];
-  const indexerPassword = indexer.env.find((e: Manifest) => e.name === 'INDEXER_PASSWORD');
-  const { name: secretName, key } = indexerPassword.valueFrom.secretKeyRef;
-  const manager = find(sample, 'StatefulSet', 'monitor-manager').spec.template.spec.containers[0];
-  const username = manager.env.find((e: Manifest) => e.name === 'INDEXER_USERNAME').value;
-
+test('§1.2 the indexer login is the adapter’s own read-only user, and the indexer CA is the only key of svc-indexer-tls it mounts, all by Secret reference', () => {
   const volume = adapterPod.spec.volumes.find((v: Manifest) => v.name === 'indexer');
-  const [secret, downward] = volume.projected.sources;
   // Exactly this, so not `optional`: svc writes the Secret before installing.
-  assert.deepEqual(secret, { secret: { name: secretName, items: [{ key, path: 'password' }] } });
-  assert.deepEqual(downward.downwardAPI.items, [
-    { path: 'username', fieldRef: { fieldPath: "metadata.annotations['svc/indexer-username']" } },
+  assert.equal(volume.secret.secretName, ADAPTER_INDEXER_SECRET.name);
+  assert.equal(volume.secret.optional, undefined);
+  assert.deepEqual(volume.secret.items, [
+    { key: ADAPTER_INDEXER_SECRET.keys.username, path: 'username' },
+    { key: ADAPTER_INDEXER_SECRET.keys.password, path: 'password' },
   ]);
-  assert.equal(adapterPod.metadata.annotations['svc/indexer-username'], username);
   const mount = adapter.volumeMounts.find((m: Manifest) => m.name === 'indexer');
   assert.equal(mount.readOnly, true);
   assert.equal(mount.subPath, undefined);
-  for (const file of [env.SVC_INDEXER_USERNAME_FILE, env.SVC_INDEXER_PASSWORD_FILE])
-    assert.equal(dirname(file as string), mount.mountPath);
+  assert.equal(env.SVC_INDEXER_USERNAME_FILE, `${mount.mountPath}/username`);
+  assert.equal(env.SVC_INDEXER_PASSWORD_FILE, `${mount.mountPath}/password`);
+
+  const ca = adapterPod.spec.volumes.find((v: Manifest) => v.name === 'indexer-ca');
+  assert.deepEqual(ca.secret.items, [{ key: INDEXER_TLS_SECRET.keys.ca, path: 'root-ca.pem' }]);
+  assert.equal(ca.secret.secretName, INDEXER_TLS_SECRET.name);
+  assert.equal(ca.secret.optional, undefined, 'required: svc writes it before installing');
+  const caMount = adapter.volumeMounts.find((m: Manifest) => m.name === 'indexer-ca');
+  assert.equal(caMount.readOnly, true);
+  assert.equal(caMount.subPath, undefined, 'the file follows a re-issued Secret');
+  assert.equal(env.SVC_INDEXER_CA_FILE, `${caMount.mountPath}/root-ca.pem`);
+
+  // No other volume of the adapter names the indexer's key material or the admin password.
+  const secretNames = JSON.stringify(adapterPod.spec.volumes);
+  assert.doesNotMatch(secretNames, /monitor-bootstrap-password|indexer-key\.pem|admin-key\.pem/);
+  assert.equal(adapterPod.metadata.annotations?.['svc/indexer-username'], undefined);
 });
 
 test('§1.2 `svc adapter` accepts the rendered environment once the mounted files are where the chart puts them', async () => {
@@ -159,8 +170,9 @@ test('§1.2 `svc adapter` accepts the rendered environment once the mounted file
   const root = join(scratch, 'pod');
   const moved = (path: string) => join(root, path);
   const contents: Record<string, string> = {
-    [env.SVC_INDEXER_USERNAME_FILE as string]: 'admin',
-    [env.SVC_INDEXER_PASSWORD_FILE as string]: 'from-svc-bootstrap',
+    [env.SVC_INDEXER_USERNAME_FILE as string]: 'svc-adapter',
+    [env.SVC_INDEXER_PASSWORD_FILE as string]: 'from-svc-adapter-indexer',
+    [env.SVC_INDEXER_CA_FILE as string]: 'a PEM bundle',
     [join(env.SVC_BOOTSTRAP_DIR as string, 'credential')]: 'c',
   };
   for (const [path, text] of Object.entries(contents)) {
@@ -172,6 +184,7 @@ test('§1.2 `svc adapter` accepts the rendered environment once the mounted file
     'SVC_TOKEN_FILE',
     'SVC_INDEXER_USERNAME_FILE',
     'SVC_INDEXER_PASSWORD_FILE',
+    'SVC_INDEXER_CA_FILE',
   ];
   const podEnv = Object.fromEntries(
     Object.entries(env).map(([k, v]) => [k, fileVars.includes(k) ? moved(v) : v]),
@@ -179,6 +192,7 @@ test('§1.2 `svc adapter` accepts the rendered environment once the mounted file
   const settings = readAdapterSettings(podEnv);
   assert.equal(settings.indexer.url, env.SVC_INDEXER_URL);
   assert.equal(settings.indexer.index, 'wazuh-alerts-*');
+  assert.equal(settings.indexer.ca, 'a PEM bundle', 'the adapter trusts the mounted CA');
   assert.equal(settings.port, 8080);
   assert.equal(settings.apiUrl, env.SVC_API_URL);
   assert.equal(settings.tenantId, env.SVC_TENANT_ID);
@@ -387,9 +401,12 @@ test('§9.5.1 helm installs the package into the kube-apiserver, which stores th
   const spec = deployment.spec?.template.spec;
   assert.deepEqual(spec?.containers[0]?.command, ['svc', 'adapter']);
   const volume = spec?.volumes?.find((v) => v.name === 'indexer');
-  assert.equal(volume?.projected?.sources?.[0]?.secret?.name, 'svc-bootstrap');
-  assert.equal(
-    volume?.projected?.sources?.[1]?.downwardAPI?.items?.[0]?.fieldRef?.fieldPath,
-    "metadata.annotations['svc/indexer-username']",
+  assert.equal(volume?.secret?.secretName, ADAPTER_INDEXER_SECRET.name);
+  assert.equal(volume?.secret?.defaultMode, 0o440, 'the octal mode reached the API as such');
+  const ca = spec?.volumes?.find((v) => v.name === 'indexer-ca');
+  assert.equal(ca?.secret?.secretName, INDEXER_TLS_SECRET.name);
+  assert.deepEqual(
+    ca?.secret?.items?.map(({ key, path }) => ({ key, path })),
+    [{ key: 'root-ca.pem', path: 'root-ca.pem' }],
   );
 });

@@ -162,6 +162,7 @@ test('§9.5.1 the sample values pass the TypeBox contract the schema is generate
 test('§9.5.1 render: the whole tenant data plane, every object in the release namespace', () => {
   const names = sample.map((o) => `${o.kind}/${o.metadata.name}`).sort();
   assert.deepEqual(names, [
+    'ConfigMap/monitor-indexer-config',
     'Deployment/analysis',
     'Deployment/cases',
     'Deployment/monitor-dashboard',
@@ -301,7 +302,7 @@ test('§2.9 the enrollment certificate is mounted into the manager only when mon
     );
   assert.ok(volumes(edge).includes('acme-enrollment-tls'));
   assert.ok(!volumes(sample).includes('acme-enrollment-tls'));
-  assert.deepEqual(volumes(sample), ['svc-bootstrap']);
+  assert.deepEqual(volumes(sample), ['svc-bootstrap', 'svc-indexer-tls']);
 });
 
 test('§2.9 with integrations.externalAnalyzerUrl set the analysis subchart is not rendered', () => {
@@ -849,7 +850,7 @@ test('§9.5.3 a changed file in a vendored subchart changes its digest, so the c
   assert.equal(await directoryDigest(join(copy, 'charts', 'analysis')), recorded.analysis);
 });
 
-test('§9.3.2 / §9.5.3 Chart.lock, Chart.yaml and the subcharts agree on -svc-v1 versions of local, unpacked dependencies', async () => {
+test('§9.3.2 / §9.5.3 Chart.lock, Chart.yaml and the subcharts agree on -svc-vN versions of local, unpacked dependencies', async () => {
   const chartYaml: Manifest = parse(await readFile(join(chart, 'Chart.yaml'), 'utf8'));
   const lock: Manifest = parse(await readFile(join(chart, 'Chart.lock'), 'utf8'));
   assert.deepEqual(
@@ -864,7 +865,7 @@ test('§9.3.2 / §9.5.3 Chart.lock, Chart.yaml and the subcharts agree on -svc-v
     assert.equal(locked.repository, declared.repository);
     assert.equal(locked.version, declared.version, `${name}: Chart.lock`);
     assert.equal(own.version, declared.version, `${name}: charts/${name}/Chart.yaml`);
-    assert.match(declared.version, /^\d+\.\d+\.\d+-svc-v1$/);
+    assert.match(declared.version, /^\d+\.\d+\.\d+-svc-v\d+$/);
   }
   assert.equal(
     chartYaml.dependencies.find((d: Manifest) => d.name === 'analysis').condition,
@@ -879,6 +880,6 @@ test('§9.3.2 / §9.5.3 Chart.lock, Chart.yaml and the subcharts agree on -svc-v
   for (const name of SUBCHARTS)
     assert.match(
       list.stdout,
-      new RegExp(`^${name}\\s+\\S+-svc-v1\\s+file://charts/${name}\\s+unpacked\\s*$`, 'm'),
+      new RegExp(`^${name}\\s+\\S+-svc-v\\d+\\s+file://charts/${name}\\s+unpacked\\s*$`, 'm'),
     );
 });

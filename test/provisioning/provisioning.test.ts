@@ -152,9 +152,12 @@ test('§9.4 create → namespace with §2.5 labels, bootstrap Secrets, package R
     refs.map((r) => `${r.purpose}=${r.namespace}/${r.name}`),
     [
       `adapter-bootstrap=${namespace}/svc-adapter-bootstrap`,
+      `adapter-indexer=${namespace}/svc-adapter-indexer`,
       `adapter-token=${namespace}/svc-adapter-token`,
       `bootstrap=${o.installNamespace}/tenant-${id}-bootstrap`,
       `component-bootstrap=${namespace}/svc-bootstrap`,
+      `indexer-security=${namespace}/svc-indexer-security`,
+      `indexer-tls=${namespace}/svc-indexer-tls`,
       `llm=${o.installNamespace}/tenant-${id}-llm`,
     ],
   );

@@ -308,6 +308,9 @@ test("§9.4 §5.8 svc provisions a tenant as its own ServiceAccount, confined by
     namespace,
     namespace,
     namespace,
+    namespace,
+    namespace,
+    namespace,
   ]);
   for (const ref of refs) {
     assert.ok(await exists(secret(ref.namespace, ref.name)), `${ref.namespace}/${ref.name}`);

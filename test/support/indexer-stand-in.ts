@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 
 /**
@@ -8,7 +9,8 @@ import type { AddressInfo } from 'node:net';
  * the path (comma-separated, `*` wildcards; a pattern matching nothing answers no hits, as with
  * OpenSearch's default allow_no_indices), `size`, `sort` on `timestamp` (a date: epoch-millis
  * sort values) and keyword fields, `search_after`, `query` `match_all` or `range` on
- * `timestamp`, and HTTP basic auth. Errors come in OpenSearch's error JSON shape.
+ * `timestamp`, and HTTP basic auth. Errors come in OpenSearch's error JSON shape. With `tls` it
+ * serves HTTPS with that certificate and key, as the real indexer does (test/adapter/tls.test.ts).
  */
 
 interface Doc {
@@ -137,7 +139,7 @@ function dailyIndex(source: Record<string, unknown>): string {
 }
 
 export async function startIndexerStandIn(
-  options: { username?: string; password?: string } = {},
+  options: { username?: string; password?: string; tls?: { cert: string; key: string } } = {},
 ): Promise<IndexerStandIn> {
   const docs: Doc[] = [];
   const requests: SearchRequest[] = [];
@@ -197,7 +199,7 @@ export async function startIndexerStandIn(
     };
   }
 
-  const server = http.createServer((req, res) => {
+  const handler: http.RequestListener = (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
@@ -249,11 +251,14 @@ export async function startIndexerStandIn(
         send(error.status, errorBody(error.status, error.type, error.message));
       }
     });
-  });
+  };
+  const server = options.tls
+    ? https.createServer(options.tls, handler)
+    : http.createServer(handler);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `${options.tls ? 'https' : 'http'}://127.0.0.1:${port}`,
     requests,
     append(...alerts) {
       for (const source of alerts) {

@@ -53,8 +53,8 @@ URL's port is also the pod port a NetworkPolicy matches.
 {{- end -}}
 
 {{/*
-The indexer's own admin user (charts/monitor sets INDEXER_USERNAME admin for the manager and the
-dashboard); its password is svc-bootstrap's monitor-bootstrap-password. The chart provisions no
-other indexer user (docs/charts-tenant.md "Adapter").
+The adapter's indexer login (username svc-adapter, password), written by svc at provisioning
+(src/orchestrator/indexer-security.ts ADAPTER_INDEXER_SECRET); the user is read-only on
+wazuh-alerts-* (docs/charts-tenant.md "Adapter").
 */}}
-{{- define "svc-tenant.indexerUsername" -}}admin{{- end -}}
+{{- define "svc-tenant.adapterIndexerSecret" -}}svc-adapter-indexer{{- end -}}

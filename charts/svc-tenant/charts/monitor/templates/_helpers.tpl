@@ -6,6 +6,24 @@
 {{/* The Secret svc writes into the namespace before installing (spec §9.4 items 2, 4, 6). */}}
 {{- define "monitor.bootstrapSecret" -}}svc-bootstrap{{- end -}}
 
+{{/*
+The indexer's PKI (root-ca.pem, indexer.pem, indexer-key.pem, admin.pem, admin-key.pem) and its
+security plugin configuration (internal_users.yml, roles.yml, roles_mapping.yml), both written by
+svc before installing (src/orchestrator/indexer-pki.ts, indexer-security.ts).
+*/}}
+{{- define "monitor.indexerTlsSecret" -}}svc-indexer-tls{{- end -}}
+{{- define "monitor.indexerSecuritySecret" -}}svc-indexer-security{{- end -}}
+
+{{/*
+Subjects of the node and admin certificates svc issues (RFC 4514, as the security plugin reads
+them; src/orchestrator/indexer-pki.ts INDEXER_NODE_DN / INDEXER_ADMIN_DN, a test holds them equal).
+*/}}
+{{- define "monitor.indexerNodeDn" -}}CN=monitor-indexer,OU=indexer,O=svc-tenant{{- end -}}
+{{- define "monitor.indexerAdminDn" -}}CN=svc-indexer-admin,OU=indexer,O=svc-tenant{{- end -}}
+
+{{/* Where the indexer image reads its configuration (OPENSEARCH_PATH_CONF). */}}
+{{- define "monitor.indexerHome" -}}/usr/share/wazuh-indexer{{- end -}}
+
 {{/* Selector labels of one component: (list $ "manager"). Immutable once installed. */}}
 {{- define "monitor.selectorLabels" -}}
 {{- $root := index . 0 -}}

@@ -124,7 +124,8 @@ export async function placeEmbedded(options: {
   return { binaries, pgDir };
 }
 
-async function exists(file: string): Promise<boolean> {
+/** Whether a path exists (any kind of file). */
+export async function exists(file: string): Promise<boolean> {
   try {
     await stat(file);
     return true;

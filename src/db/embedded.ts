@@ -1,11 +1,11 @@
 import type { ChildProcess } from 'node:child_process';
-import { chmod, mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { chmod, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../log/index.ts';
 import { generatePassword } from './credentials.ts';
-import { placeEmbedded } from './embedded-home.ts';
+import { exists, placeEmbedded } from './embedded-home.ts';
 import {
   type Binaries,
   initdb,
@@ -234,13 +234,4 @@ const SERVER_FLAGS = [
 function letGo(child: ChildProcess): void {
   for (const stream of [child.stdin, child.stdout, child.stderr]) stream?.destroy();
   child.unref();
-}
-
-async function exists(file: string): Promise<boolean> {
-  try {
-    await stat(file);
-    return true;
-  } catch {
-    return false;
-  }
 }

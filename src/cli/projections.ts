@@ -1,5 +1,4 @@
 import type { Command } from 'commander';
-import { composeProjections, openCore } from '../app/compose.ts';
 import type { Config } from '../config/index.ts';
 import type { Logger } from '../log/index.ts';
 
@@ -9,6 +8,7 @@ import type { Logger } from '../log/index.ts';
  * skips a tenant while its rebuild holds the lock and continues from the new checkpoint.
  */
 export async function runRebuild(config: Config, logger: Logger, tenant?: string): Promise<void> {
+  const { composeProjections, openCore } = await import('../app/compose.ts');
   const core = await openCore(config, logger, { migrate: 'embedded' });
   try {
     const projections = composeProjections(core);

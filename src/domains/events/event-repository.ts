@@ -188,6 +188,48 @@ export async function readEventsAfter(
   return rows.map(toEvent);
 }
 
+/**
+ * The alert fields the projections fold (src/domains/projections/folds.ts: the rule's id,
+ * level and description, the indicator fields), so the projector does not carry every stored
+ * alert document from PostgreSQL into JSON.parse only to read five fields of it. Absent fields
+ * come back as JSON null, which the folds treat as absent.
+ */
+const FOLDED_PAYLOAD = `CASE WHEN type = 'alert.received' THEN
+    (payload - 'alert') || jsonb_build_object('alert', jsonb_build_object(
+      'rule', jsonb_build_object(
+        'id', payload #> '{alert,rule,id}',
+        'level', payload #> '{alert,rule,level}',
+        'description', payload #> '{alert,rule,description}'),
+      'data', jsonb_build_object(
+        'srcip', payload #> '{alert,data,srcip}',
+        'dstip', payload #> '{alert,data,dstip}',
+        'url', payload #> '{alert,data,url}'),
+      'syscheck', jsonb_build_object(
+        'sha256_after', payload #> '{alert,syscheck,sha256_after}',
+        'md5_after', payload #> '{alert,syscheck,md5_after}')))
+  ELSE payload END AS payload`;
+
+/**
+ * Events after `afterId` in id order, at most `limit`, with alert documents cut to what the
+ * projections read (FOLDED_PAYLOAD); every other event whole. RLS decides whose events.
+ */
+export async function readEventsToFold(
+  tx: TenantTx,
+  afterId: bigint | string,
+  limit: number,
+): Promise<StoredEvent[]> {
+  const { rows } = await tx.query<EventRow>(
+    prepared(
+      'events.to_fold',
+      `SELECT id, tenant_id, stream_type, stream_id, stream_seq, type, ${FOLDED_PAYLOAD}, actor,
+              occurred_at, recorded_at
+         FROM events WHERE id > $1::bigint ORDER BY id LIMIT $2`,
+      [String(afterId), limit],
+    ),
+  );
+  return rows.map(toEvent);
+}
+
 /** The highest event id visible in the transaction's tenant context (0n when none). */
 export async function latestEventId(tx: TenantTx): Promise<bigint> {
   const { rows } = await tx.query<{ id: string }>(

@@ -3,7 +3,7 @@
 import type { AppDatabase } from '../../db/pools.ts';
 import type { SystemGate } from '../../db/system-gate.ts';
 import type { TenantTx } from '../../db/tenant-context.ts';
-import { readEventsAfter } from '../events/event-repository.ts';
+import { readEventsToFold } from '../events/event-repository.ts';
 import { findTenantBySlugOrId } from '../tenants/tenant-repository.ts';
 import { foldEvents } from './folds.ts';
 import {
@@ -51,7 +51,7 @@ async function foldBatch(
   checkpoints: Checkpoints,
   limit: number,
 ): Promise<{ events: number; lastEventId: bigint }> {
-  const events = await readEventsAfter(tx, lowest(checkpoints), limit);
+  const events = await readEventsToFold(tx, lowest(checkpoints), limit);
   const last = events.at(-1);
   if (!last) return { events: 0, lastEventId: lowest(checkpoints) };
   const lastEventId = BigInt(last.id);

@@ -49,6 +49,7 @@ test('issue 12: the projector’s trimmed read folds exactly like the full store
   assert.deepEqual(foldEvents(trimmed, NONE), foldEvents(whole, NONE));
   // And it is a cut: the stored documents' other fields do not travel.
   const alertEvent = trimmed.find((e) => e.type === 'alert.received');
-  const doc = (alertEvent?.payload as { alert: Record<string, unknown> }).alert;
+  assert.ok(alertEvent);
+  const doc = (alertEvent.payload as { alert: Record<string, unknown> }).alert;
   assert.deepEqual(Object.keys(doc).sort(), ['data', 'rule', 'syscheck']);
 });

@@ -45,6 +45,18 @@ function checker(schema: TSchema): ReturnType<typeof Compile> {
 }
 
 /**
+ * TypeBox converts loosely (`1.5` → 1, `0x10` → 16, `1e4` → 10000, `true` → 1 for an
+ * integer): a number setting must be written as a plain decimal, so a typo is refused instead
+ * of read as another value.
+ */
+function numeral(schema: TSchema, text: string): boolean {
+  const type = (schema as { type?: unknown }).type;
+  if (type === 'integer') return /^-?[0-9]+$/.test(text);
+  if (type === 'number') return /^-?[0-9]+(\.[0-9]+)?$/.test(text);
+  return true;
+}
+
+/**
  * A typed reader over one table of settings: unset or empty reads as undefined, anything
  * else must match the setting's schema or stops with one line naming the variable.
  */
@@ -56,8 +68,9 @@ export function settingReader<S extends Record<string, Setting>>(settings: S) {
     const raw = env[name];
     if (raw === undefined || raw === '') return undefined;
     const setting = settings[name] as Setting;
-    const value: unknown = Value.Convert(setting.schema, raw.trim());
-    if (!checker(setting.schema).Check(value)) {
+    const text = raw.trim();
+    const value: unknown = Value.Convert(setting.schema, text);
+    if (!numeral(setting.schema, text) || !checker(setting.schema).Check(value)) {
       throw new ConfigError(`${name}: expected ${setting.expected}, got ${JSON.stringify(raw)}`);
     }
     return value as Type.Static<S[N]['schema']>;

@@ -31,6 +31,12 @@ test('an invalid value stops with one line naming the variable and what is expec
     [{ SVC_TRUSTED_PROXY_CIDRS: '10.0.0.0/33' }, /^SVC_TRUSTED_PROXY_CIDRS: expected/],
     [{ SVC_DATABASE_HOST: 'db', SVC_DATABASE_PORT: '0' }, /^SVC_DATABASE_PORT: expected/],
     [{ SVC_DATABASE_BOOTSTRAP_URL: 'mysql://root@db' }, /^SVC_DATABASE_BOOTSTRAP_URL: expected/],
+    // Numbers are plain decimals: TypeBox alone would read these as 8080, 16, 10000 and 1.
+    [{ SVC_PORT: '8080.5' }, /^SVC_PORT: expected an integer port 1-65535, got "8080.5"$/],
+    [{ SVC_EDGE_PORT_BASE: '0x5000' }, /^SVC_EDGE_PORT_BASE: expected/],
+    [{ SVC_ORCHESTRATOR_CONCURRENCY: '1e1' }, /^SVC_ORCHESTRATOR_CONCURRENCY: expected/],
+    [{ SVC_ORCHESTRATOR_CONCURRENCY: 'true' }, /^SVC_ORCHESTRATOR_CONCURRENCY: expected/],
+    [{ SVC_PROJECTOR_CONCURRENCY: '2.0' }, /^SVC_PROJECTOR_CONCURRENCY: expected/],
   ];
   for (const [env, message] of cases) {
     assert.throws(

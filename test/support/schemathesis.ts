@@ -74,6 +74,14 @@ export interface SchemathesisRun {
   operations?: OperationSettings[];
   exclude?: Exclusion[];
   maxExamples: number;
+  /**
+   * Parallel workers (threads in one Python process; default 2). CPython 3.11's `ast` module is
+   * not safe across threads: Hypothesis describing a filter lambda of a large schema in one
+   * worker while another does the same can fail with "SystemError: AST constructor recursion
+   * depth mismatch" inside schemathesis, which then reports a Runtime Error for the operation
+   * although svc answered nothing wrong. Runs over such schemas use one worker.
+   */
+  workers?: number;
 }
 
 export interface SchemathesisResult {
@@ -161,7 +169,7 @@ export async function runSchemathesis(run: SchemathesisRun): Promise<Schemathesi
       '--seed',
       process.env.SVC_SCHEMATHESIS_SEED ?? '1',
       '--workers',
-      '2',
+      String(run.workers ?? 2),
       '--request-timeout',
       '10',
       '--generation-database',

@@ -1,10 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Hono } from 'hono';
+import pg from 'pg';
 import { createOriginPolicy, type OriginPolicy } from '../auth/csrf.ts';
 import { createPasswordHasher, type HashParams, type PasswordHasher } from '../auth/passwords.ts';
 import { createSecretStore, loadKubeConfig, type SecretStore } from '../cluster/secrets.ts';
 import type { Config } from '../config/index.ts';
+import { openWorkerLiveness } from '../db/job-queue-liveness.ts';
 import { migrate } from '../db/migrate.ts';
 import { type AppDatabase, createAppDatabase } from '../db/pools.ts';
 import { type DatabaseRuntime, openDatabase } from '../db/runtime.ts';
@@ -21,6 +23,8 @@ import { createEventHub, type EventHub } from '../domains/events/index.ts';
 import { createIngestService } from '../domains/ingest/ingest-service.ts';
 import { createIngestRateLimiter } from '../domains/ingest/rate-limit.ts';
 import { createInvestigationService } from '../domains/investigations/investigation-service.ts';
+import { createLlmService } from '../domains/llm/llm-service.ts';
+import { createJobService } from '../domains/jobs/job-service.ts';
 import {
   createProjectionService,
   type ProjectionService,
@@ -35,6 +39,7 @@ import { createTriageService } from '../domains/triage/triage-service.ts';
 import { createUserService } from '../domains/users/user-service.ts';
 import { type ApiServices, createApp } from '../http/server/app.ts';
 import type { Logger } from '../log/index.ts';
+import { safeFetch } from '../net/outbound-url.ts';
 import { BUNDLED_CHARTS_DIR, loadChartCatalog } from '../orchestrator/catalog.ts';
 import type { OrchestratorDeps, OrchestratorTiming, TenancyDeps } from '../orchestrator/context.ts';
 import { ensureInstall } from '../orchestrator/install.ts';
@@ -50,6 +55,7 @@ import {
   signingKeyFromPem,
   type TokenService,
 } from '../tokens/index.ts';
+import { createWorkerRuntime, type JobHandler, type WorkerRuntime } from '../workers/runtime.ts';
 
 /**
  * The object graph of one svc process, built here once: `svc serve`, `svc orchestrator`, the
@@ -168,6 +174,16 @@ export function composeServices(core: Core, input: ApiInput = {}): ApiServices {
     triage: createTriageService({ db, now }),
     investigations: createInvestigationService({ db, now }),
     branding: createBrandingService({ db }),
+    llm: createLlmService({
+      db,
+      secrets: input.secrets,
+      defaults: config.orchestrator.defaultLlm,
+      fetch: (url, init) => safeFetch(url, init, config.outbound),
+      now,
+      prices: config.worker.llmPrices,
+      timeoutMs: config.worker.llmTimeoutMs,
+      logger: core.logger,
+    }),
   };
 }
 
@@ -339,6 +355,65 @@ export async function composeProjector(
     async stop() {
       await projector.stop();
       await own?.close();
+    },
+  };
+}
+
+export interface WorkersInput {
+  /** The job table; default every svc job (composePipelineJobs). */
+  jobs?: Readonly<Record<string, JobHandler>>;
+  /** Start taking jobs (false: the caller starts them); default true. */
+  run?: boolean;
+  concurrency?: number;
+  /** Tests shorten the reaper. */
+  reapEveryMs?: number;
+  reapGraceMs?: number;
+  pollIntervalMs?: number;
+}
+
+export interface Workers {
+  runtime: WorkerRuntime;
+  stop(): Promise<void>;
+}
+
+/**
+ * The job workers over the core: a queue pool of svc_app connections (the queue's own
+ * traffic, kept apart from the handlers' pool), liveness locks, and the Worker-JWT dispatch.
+ */
+export async function composeWorkers(core: Core, input: WorkersInput = {}): Promise<Workers> {
+  const { config, logger } = core;
+  const concurrency = input.concurrency ?? config.worker.concurrency;
+  const app = clientConfig(core.target, 'app');
+  const pool = new pg.Pool({ ...app, application_name: 'svc-worker', max: concurrency + 2 });
+  // A dropped connection is the queue's to retry; it must not crash the process.
+  pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
+  const liveness = await openWorkerLiveness(app);
+  const jobService = createJobService({ db: core.db });
+  const runtime = createWorkerRuntime({
+    pool,
+    tokens: core.tokens,
+    jobs: input.jobs ?? {},
+    refusals: { record: (refusal) => jobService.recordRefusal(refusal) },
+    liveness,
+    logger,
+    concurrency,
+    ...(input.reapEveryMs !== undefined ? { reapEveryMs: input.reapEveryMs } : {}),
+    ...(input.reapGraceMs !== undefined ? { reapGraceMs: input.reapGraceMs } : {}),
+    ...(input.pollIntervalMs !== undefined ? { pollIntervalMs: input.pollIntervalMs } : {}),
+  });
+  try {
+    if (input.run ?? true) await runtime.start();
+  } catch (error) {
+    await liveness.close();
+    await pool.end();
+    throw error;
+  }
+  return {
+    runtime,
+    async stop() {
+      await runtime.stop();
+      await pool.end();
     },
   };
 }

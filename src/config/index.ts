@@ -11,6 +11,7 @@ import {
 } from './orchestrator.ts';
 import { OUTBOUND_SETTINGS, type OutboundConfig, readOutbound } from './outbound.ts';
 import { PROJECTOR_SETTINGS, type ProjectorConfig, readProjector } from './projector.ts';
+import { readWorker, WORKER_SETTINGS, type WorkerConfig } from './worker.ts';
 import { readServer, SERVER_SETTINGS, type ServerConfig } from './server.ts';
 import { readTokenKey, TOKEN_KEY_SETTINGS, type TokenKeyConfig } from './token-key.ts';
 
@@ -26,6 +27,7 @@ export type { IngestConfig } from './ingest.ts';
 export type { InstallConfig } from './install.ts';
 export { type OrchestratorConfig, parseImage } from './orchestrator.ts';
 export type { ProjectorConfig } from './projector.ts';
+export type { WorkerConfig } from './worker.ts';
 export type { TokenKeyConfig } from './token-key.ts';
 
 export interface Config extends ServerConfig {
@@ -43,6 +45,7 @@ export interface Config extends ServerConfig {
   install: InstallConfig;
   orchestrator: OrchestratorConfig;
   projector: ProjectorConfig;
+  worker: WorkerConfig;
   outbound: OutboundConfig;
   ingest: IngestConfig;
 }
@@ -55,6 +58,7 @@ export const SETTINGS = {
   ...INSTALL_SETTINGS,
   ...ORCHESTRATOR_SETTINGS,
   ...PROJECTOR_SETTINGS,
+  ...WORKER_SETTINGS,
   ...OUTBOUND_SETTINGS,
   ...INGEST_SETTINGS,
   ...CLI_SETTINGS,
@@ -73,6 +77,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     install: readInstall(env),
     orchestrator: readOrchestrator(env),
     projector: readProjector(env),
+    worker: readWorker(env),
     outbound: readOutbound(env),
     ingest: readIngest(env),
   };

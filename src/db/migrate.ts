@@ -3,6 +3,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { installJobQueueSchema } from './job-queue-schema.ts';
 
 export const SQL_DIR = fileURLToPath(new URL('../../sql/', import.meta.url));
 export const COMPAT_SQL = path.join(SQL_DIR, 'generated', 'chart_compatibility.sql');
@@ -122,6 +123,7 @@ export async function migrate(
       });
       result.compatibilitySynced = true;
     }
+    await installJobQueueSchema(admin);
     return result;
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => undefined);

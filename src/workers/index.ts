@@ -12,40 +12,24 @@ export type JobPayload = Type.Static<typeof JobPayload>;
 
 const checkPayload = Compile(JobPayload);
 
-export class JobRejectedError extends Error {
-  override name = 'JobRejectedError';
-}
-
 /**
- * The one way into the database a job runner needs: a transaction in one tenant's context.
- * Generic over the transaction, so the workers never name the database layer's types; the
- * application database (`withTenant`) fits it, and a job body gets its TenantTx.
+ * A payload a worker may run as `jobType`: the schema above, and the job type it names is the
+ * task it was queued for. Refused before any database access otherwise.
  */
-export interface TenantScope<Tx> {
-  withTenant<T>(tenantId: string, fn: (tx: Tx) => Promise<T>): Promise<T>;
-}
-
-export interface JobContext<Tx> {
-  job: JobPayload;
-  tx: Tx;
-  /** The audit actor id of this job's Worker principal. */
-  actorId: string;
-}
-
-/**
- * The entry every worker goes through: a payload without a valid tenant_id is refused before
- * any database access, and the job body runs inside that tenant's RLS context.
- */
-export async function runTenantJob<Tx, T>(
-  db: TenantScope<Tx>,
+export function checkJobPayload(
   payload: unknown,
-  body: (ctx: JobContext<Tx>) => Promise<T>,
-): Promise<T> {
+  jobType: string,
+): { ok: true; payload: JobPayload } | { ok: false; reason: string } {
   if (!checkPayload.Check(payload)) {
     const first = checkPayload.Errors(payload)[0];
     const where = first?.instancePath || '/';
-    throw new JobRejectedError(`job payload rejected at ${where}: ${first?.message ?? 'invalid'}`);
+    return { ok: false, reason: `payload rejected at ${where}: ${first?.message ?? 'invalid'}` };
   }
-  const job = payload;
-  return db.withTenant(job.tenant_id, (tx) => body({ job, tx, actorId: `worker:${job.job_id}` }));
+  if (payload.job_type !== jobType) {
+    return {
+      ok: false,
+      reason: `payload names job type ${payload.job_type}, queued as ${jobType}`,
+    };
+  }
+  return { ok: true, payload };
 }

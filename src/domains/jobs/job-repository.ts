@@ -1,0 +1,36 @@
+import { randomUUID } from 'node:crypto';
+import type { TenantTx } from '../../db/tenant-context.ts';
+import type { JobSpec, QueuedPayload } from './job-types.ts';
+
+/**
+ * Adds jobs to the queue inside the caller's tenant transaction: they commit with the state
+ * change that asks for them, or not at all (no job for an event that rolled back, no event
+ * without its job). One statement for the whole list. Keys keep the pending job's run time
+ * (`job_key_preserve_run_at`), so a burst that enqueues the same key runs it once.
+ */
+export async function enqueueJobs(tx: TenantTx, jobs: readonly JobSpec[]): Promise<void> {
+  if (jobs.length === 0) return;
+  const specs = jobs.map((job) => {
+    const payload: QueuedPayload = {
+      tenant_id: job.tenantId,
+      job_id: randomUUID(),
+      job_type: job.jobType,
+      input: job.input,
+    };
+    return {
+      identifier: job.jobType,
+      payload,
+      run_at: job.runAt?.toISOString() ?? null,
+      max_attempts: job.maxAttempts ?? null,
+      job_key: job.jobKey ?? null,
+    };
+  });
+  await tx.query(
+    `SELECT 1 FROM graphile_worker.add_jobs(
+       ARRAY(SELECT (s.identifier, s.payload, NULL, s.run_at, s.max_attempts, s.job_key, NULL, NULL)::graphile_worker.job_spec
+               FROM json_to_recordset($1::json)
+                 AS s(identifier text, payload json, run_at timestamptz, max_attempts int, job_key text)),
+       true)`,
+    [JSON.stringify(specs)],
+  );
+}

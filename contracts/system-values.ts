@@ -11,8 +11,8 @@ import { CANONICAL_UUID } from './uuid.ts';
  * required here (values.yaml always supplies it); the keys without one (install ids and names,
  * image.registry, ingress hostnames, database.external.host/existingSecret) are what an
  * operator must write. Keys beyond §2.9, each needed to run the package and documented in
- * docs/charts-system.md: `install.namespace`, `serviceAccount.name`, `api.replicas`,
- * `database.image`, `database.external.ssl`, `networkPolicies`.
+ * docs/charts-system.md: `install.namespace`, `serviceAccount.name`, `api.replicas`, `worker`,
+ * `resources.worker`, `database.image`, `database.external.ssl`, `networkPolicies`.
  *
  * Patterns avoid look-arounds: Helm checks them with Go's RE2 engine.
  */
@@ -83,6 +83,15 @@ export const SystemValues = Type.Object(
     ),
     serviceAccount: Type.Object({ name: objectName({ default: 'svc' }) }, closed),
     api: Type.Object({ replicas: Type.Integer({ minimum: 1, maximum: 20, default: 1 }) }, closed),
+    /** `svc worker`, the job runner (issue 13); `concurrency` is jobs at once per pod. */
+    worker: Type.Object(
+      {
+        enabled: Type.Boolean({ default: true }),
+        replicas: Type.Integer({ minimum: 1, maximum: 20, default: 1 }),
+        concurrency: Type.Integer({ minimum: 1, maximum: 64, default: 4 }),
+      },
+      closed,
+    ),
     database: Type.Object(
       {
         enabled: Type.Boolean({ default: true }),
@@ -179,6 +188,7 @@ export const SystemValues = Type.Object(
       {
         api: resources({ cpu: '500m', memory: '512Mi' }, { cpu: '2', memory: '2Gi' }),
         orchestrator: resources({ cpu: '500m', memory: '1Gi' }, { cpu: '2', memory: '4Gi' }),
+        worker: resources({ cpu: '250m', memory: '512Mi' }, { cpu: '1', memory: '1Gi' }),
         database: resources({ cpu: '250m', memory: '512Mi' }, { cpu: '2', memory: '2Gi' }),
       },
       closed,

@@ -1,9 +1,11 @@
+import { readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Hono } from 'hono';
 import pg from 'pg';
 import { createOriginPolicy, type OriginPolicy } from '../auth/csrf.ts';
 import { createPasswordHasher, type HashParams, type PasswordHasher } from '../auth/passwords.ts';
+import { createNamespaceStore } from '../cluster/namespaces.ts';
 import { createSecretStore, loadKubeConfig, type SecretStore } from '../cluster/secrets.ts';
 import type { Config } from '../config/index.ts';
 import { openWorkerLiveness } from '../db/job-queue-liveness.ts';
@@ -23,8 +25,14 @@ import { createEventHub, type EventHub } from '../domains/events/index.ts';
 import { createIngestService } from '../domains/ingest/ingest-service.ts';
 import { createIngestRateLimiter } from '../domains/ingest/rate-limit.ts';
 import { createInvestigationService } from '../domains/investigations/investigation-service.ts';
-import { createLlmService } from '../domains/llm/llm-service.ts';
 import { createJobService } from '../domains/jobs/job-service.ts';
+import { createLlmService } from '../domains/llm/llm-service.ts';
+import { createTenantComponents } from '../domains/pipeline/components.ts';
+import {
+  createPipelineService,
+  type PipelineService,
+} from '../domains/pipeline/pipeline-service.ts';
+import { checkPolicy } from '../domains/pipeline/redaction.ts';
 import {
   createProjectionService,
   type ProjectionService,
@@ -39,7 +47,7 @@ import { createTriageService } from '../domains/triage/triage-service.ts';
 import { createUserService } from '../domains/users/user-service.ts';
 import { type ApiServices, createApp } from '../http/server/app.ts';
 import type { Logger } from '../log/index.ts';
-import { safeFetch } from '../net/outbound-url.ts';
+import { type OutboundPolicy, type SafeFetchInit, safeFetch } from '../net/outbound-url.ts';
 import { BUNDLED_CHARTS_DIR, loadChartCatalog } from '../orchestrator/catalog.ts';
 import type { OrchestratorDeps, OrchestratorTiming, TenancyDeps } from '../orchestrator/context.ts';
 import { ensureInstall } from '../orchestrator/install.ts';
@@ -55,6 +63,7 @@ import {
   signingKeyFromPem,
   type TokenService,
 } from '../tokens/index.ts';
+import { pipelineJobs } from '../workers/jobs/pipeline-jobs.ts';
 import { createWorkerRuntime, type JobHandler, type WorkerRuntime } from '../workers/runtime.ts';
 
 /**
@@ -150,6 +159,7 @@ export interface Api {
 export function composeServices(core: Core, input: ApiInput = {}): ApiServices {
   const { db, system, hasher, now, tokens, config } = core;
   const authMode = config.authMode;
+  const policy = outboundPolicy(config);
   return {
     sessions: createAuthService({ db, hasher, now, authMode }),
     users: createUserService({ db, system, hasher, now, authMode }),
@@ -170,6 +180,8 @@ export function composeServices(core: Core, input: ApiInput = {}): ApiServices {
     ingest: createIngestService({
       db,
       limiter: createIngestRateLimiter(config.ingest, () => now().getTime()),
+      triageDelayMs: config.worker.triageDelayMs,
+      now,
     }),
     triage: createTriageService({ db, now }),
     investigations: createInvestigationService({ db, now }),
@@ -178,11 +190,12 @@ export function composeServices(core: Core, input: ApiInput = {}): ApiServices {
       db,
       secrets: input.secrets,
       defaults: config.orchestrator.defaultLlm,
-      fetch: (url, init) => safeFetch(url, init, config.outbound),
+      fetch: (url, init) => safeFetch(url, init, policy),
       now,
       prices: config.worker.llmPrices,
       timeoutMs: config.worker.llmTimeoutMs,
       logger: core.logger,
+      checkPolicy,
     }),
   };
 }
@@ -359,8 +372,52 @@ export async function composeProjector(
   };
 }
 
+/** The outbound policy with its extra CA read (once per composition; a bad path fails start). */
+function outboundPolicy(config: Config): OutboundPolicy {
+  const { caFile, ...rest } = config.outbound;
+  return caFile ? { ...rest, ca: readFileSync(caFile, 'utf8') } : rest;
+}
+
+export interface PipelineInput {
+  /** The cluster holding the install's and tenants' Secrets; default the ambient kubeconfig. */
+  kubeConfig?: KubeConfig | undefined;
+}
+
+/**
+ * The triage pipeline over the core: the LLM domain (tenant settings over the install
+ * defaults, keys from the install namespace's Secrets, calls under the outbound policy) and the
+ * tenant components (cases, analysis) resolved per job.
+ */
+export function composePipeline(core: Core, input: PipelineInput = {}): PipelineService {
+  const { config, db, now } = core;
+  const kubeConfig = 'kubeConfig' in input ? input.kubeConfig : loadKubeConfig();
+  const secrets = kubeConfig ? createSecretStore(kubeConfig, config.installNamespace) : undefined;
+  const namespaces = kubeConfig ? createNamespaceStore(kubeConfig) : undefined;
+  const policy = outboundPolicy(config);
+  const outbound = (url: string, init: SafeFetchInit) => safeFetch(url, init, policy);
+  const llm = createLlmService({
+    db,
+    secrets,
+    defaults: config.orchestrator.defaultLlm,
+    fetch: outbound,
+    now,
+    prices: config.worker.llmPrices,
+    timeoutMs: config.worker.llmTimeoutMs,
+    logger: core.logger,
+    checkPolicy,
+  });
+  const components = createTenantComponents({
+    db,
+    installNamespace: config.installNamespace,
+    readSecret: namespaces ? (ns, name) => namespaces.readSecret(ns, name) : undefined,
+    fetch: { inCluster: (url, init) => fetch(url, init), outbound },
+  });
+  return createPipelineService({ db, llm, components });
+}
+
 export interface WorkersInput {
-  /** The job table; default every svc job (composePipelineJobs). */
+  /** The job table; default every svc job (the pipeline's, composePipeline). */
+  pipeline?: PipelineInput;
   jobs?: Readonly<Record<string, JobHandler>>;
   /** Start taking jobs (false: the caller starts them); default true. */
   run?: boolean;
@@ -393,7 +450,7 @@ export async function composeWorkers(core: Core, input: WorkersInput = {}): Prom
   const runtime = createWorkerRuntime({
     pool,
     tokens: core.tokens,
-    jobs: input.jobs ?? {},
+    jobs: input.jobs ?? pipelineJobs(composePipeline(core, input.pipeline)),
     refusals: { record: (refusal) => jobService.recordRefusal(refusal) },
     liveness,
     logger,

@@ -48,6 +48,17 @@ program
   });
 
 program
+  .command('worker')
+  .description(
+    'Run only the job workers (triage, enrichment, decisions, approved actions); SVC_WORKER_CONCURRENCY jobs at once',
+  )
+  .action(async () => {
+    const config = configOrExit();
+    const { runWorker } = await import('./worker.ts');
+    await runWorker(config, createLogger(config.logLevel));
+  });
+
+program
   .command('adapter')
   .description(
     "Run a tenant's adapter sidecar: heartbeat, token upkeep and alert ingest from its indexer (docs/adapter.md)",

@@ -1,5 +1,11 @@
 import { serve as listen } from '@hono/node-server';
-import { composeApi, composeProjector, composeTenancy, openCore } from '../app/compose.ts';
+import {
+  composeApi,
+  composeProjector,
+  composeTenancy,
+  composeWorkers,
+  openCore,
+} from '../app/compose.ts';
 import { generatePassword } from '../auth/passwords.ts';
 import type { Config } from '../config/index.ts';
 import type { UserService } from '../domains/users/user-service.ts';
@@ -27,9 +33,13 @@ export async function serve(config: Config, logger: Logger): Promise<void> {
       const projector = await composeProjector(core, { events: api.events });
       if (!config.projector.enabled)
         logger.info('SVC_PROJECTOR=off: projections are not folded here');
+      // The job workers run here too unless a separate `svc worker` Deployment runs them.
+      const workers = config.worker.enabled ? await composeWorkers(core) : undefined;
+      if (!workers) logger.info('SVC_WORKER=off: jobs are run by `svc worker`');
       try {
         await listenUntilSignal(config, logger, api, core.runtime.embedded);
       } finally {
+        await workers?.stop();
         await projector.stop();
       }
       await api.close();

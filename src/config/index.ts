@@ -11,9 +11,9 @@ import {
 } from './orchestrator.ts';
 import { OUTBOUND_SETTINGS, type OutboundConfig, readOutbound } from './outbound.ts';
 import { PROJECTOR_SETTINGS, type ProjectorConfig, readProjector } from './projector.ts';
-import { readWorker, WORKER_SETTINGS, type WorkerConfig } from './worker.ts';
 import { readServer, SERVER_SETTINGS, type ServerConfig } from './server.ts';
 import { readTokenKey, TOKEN_KEY_SETTINGS, type TokenKeyConfig } from './token-key.ts';
+import { readWorker, WORKER_SETTINGS, type WorkerConfig } from './worker.ts';
 
 export type { AuthConfig, AuthMode } from './auth.ts';
 export {
@@ -27,8 +27,8 @@ export type { IngestConfig } from './ingest.ts';
 export type { InstallConfig } from './install.ts';
 export { type OrchestratorConfig, parseImage } from './orchestrator.ts';
 export type { ProjectorConfig } from './projector.ts';
-export type { WorkerConfig } from './worker.ts';
 export type { TokenKeyConfig } from './token-key.ts';
+export type { WorkerConfig } from './worker.ts';
 
 export interface Config extends ServerConfig {
   authMode: AuthMode;

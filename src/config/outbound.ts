@@ -5,6 +5,8 @@ import { cidrList, type Env, parseCidrs, settingReader } from './env.ts';
 export interface OutboundConfig {
   allowCidrs: readonly string[];
   allowHosts: readonly string[];
+  /** PEM bundle trusted for outbound HTTPS besides the system roots (a self-hosted model server). */
+  caFile?: string | undefined;
 }
 
 const hostPattern = '(\\*\\.)?[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?';
@@ -18,6 +20,10 @@ export const OUTBOUND_SETTINGS = {
   SVC_OUTBOUND_ALLOW_HOSTS: {
     schema: Type.String({ pattern: `^(${hostPattern}(\\s*,\\s*${hostPattern})*)?$` }),
     expected: 'a comma-separated list of host names or *.domain patterns, e.g. llm.corp.internal',
+  },
+  SVC_OUTBOUND_CA_FILE: {
+    schema: Type.String({ minLength: 1, maxLength: 4096 }),
+    expected: 'the path of a PEM file of CA certificates trusted for outbound HTTPS',
   },
 } as const;
 
@@ -34,5 +40,6 @@ export function readOutbound(env: Env): OutboundConfig {
       .split(',')
       .map((h) => h.trim())
       .filter((h) => h !== ''),
+    caFile: read(env, 'SVC_OUTBOUND_CA_FILE'),
   };
 }

@@ -3,6 +3,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { Readable } from 'node:stream';
+import tls from 'node:tls';
 
 /**
  * The one rule for URLs svc or a tenant's data plane calls out to (tenant LLM base URL, the
@@ -16,6 +17,8 @@ export interface OutboundPolicy {
   allowCidrs: readonly string[];
   /** Host names allowed whatever they resolve to: `llm.corp.example` or `*.corp.example`. */
   allowHosts: readonly string[];
+  /** PEM certificates trusted for HTTPS in addition to the system roots. */
+  ca?: string | undefined;
 }
 
 export const STRICT_OUTBOUND: OutboundPolicy = { allowCidrs: [], allowHosts: [] };
@@ -240,12 +243,21 @@ function once(
   body: string | Uint8Array | undefined,
   headers: Record<string, string>,
   lookup: LookupFunction,
+  ca: string | undefined,
 ): Promise<http.IncomingMessage> {
-  const client = url.protocol === 'https:' ? https : http;
+  const secure = url.protocol === 'https:';
+  const client = secure ? https : http;
   return new Promise((resolve, reject) => {
     const req = client.request(
       url,
-      { method, headers, lookup, ...(init.signal ? { signal: init.signal } : {}) },
+      {
+        method,
+        headers,
+        lookup,
+        ...(init.signal ? { signal: init.signal } : {}),
+        // Extra roots add to the system's, never replace them.
+        ...(secure && ca ? { ca: [...tls.rootCertificates, ca] } : {}),
+      },
       resolve,
     );
     req.on('error', reject);
@@ -284,7 +296,7 @@ export async function safeFetch(
   let body = init.body;
   let headers = { ...init.headers };
   for (let hop = 0; ; hop++) {
-    const res = await once(url, init, method, body, headers, lookup);
+    const res = await once(url, init, method, body, headers, lookup, policy.ca);
     const location = res.headers.location;
     if (!REDIRECTS.has(res.statusCode ?? 0) || location === undefined) return toResponse(res);
     res.resume();

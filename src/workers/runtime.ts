@@ -51,6 +51,11 @@ export interface WorkerRuntime {
   stop(): Promise<void>;
 }
 
+/** A job's input cannot be run, now or on any retry: refused like a payload without a tenant. */
+export class JobInputError extends Error {
+  override name = 'JobInputError';
+}
+
 /** A verified Worker token's claims did not match the job it came with. */
 export class JobTokenMismatchError extends Error {
   override name = 'JobTokenMismatchError';
@@ -129,7 +134,8 @@ export function createWorkerRuntime(deps: WorkerRuntimeDeps): WorkerRuntime {
       try {
         await runWithToken(tokens, token, job.payload, handler, attempt);
       } catch (error) {
-        if (!(error instanceof JobTokenMismatchError)) throw error;
+        if (!(error instanceof JobTokenMismatchError || error instanceof JobInputError))
+          throw error;
         await refuse({
           jobId: job.payload.job_id,
           jobType,

@@ -161,6 +161,65 @@ test('§2.9 API and orchestrator run svc serve with probes; the orchestrator loo
   assert.equal(find<V1Deployment>(tagged, 'Deployment', 'svc-orchestrator').spec?.replicas, 1);
 });
 
+test('issue 13 the worker Deployment runs svc worker with the API’s image, env, secrets and hardening; replicas and concurrency from values; none when disabled', async () => {
+  const objects = await render();
+  const deployment = find<V1Deployment>(objects, 'Deployment', 'svc-worker');
+  const api = find<V1Deployment>(objects, 'Deployment', 'svc-api');
+  const worker = container(objects, 'Deployment', 'svc-worker');
+  assert.deepEqual(worker.command, ['svc', 'worker']);
+  assert.equal(worker.image, container(objects, 'Deployment', 'svc-api').image);
+  assert.equal(deployment.spec?.replicas, 1);
+  assert.deepEqual(deployment.spec?.selector.matchLabels, {
+    'app.kubernetes.io/name': 'svc',
+    'app.kubernetes.io/instance': 'svc',
+    'app.kubernetes.io/component': 'worker',
+  });
+  assert.deepEqual(worker.resources, {
+    requests: { cpu: '250m', memory: '512Mi' },
+    limits: { cpu: '1', memory: '1Gi' },
+  });
+  // The API's environment, without the orchestrator switch, plus the concurrency.
+  const apiEnv = container(objects, 'Deployment', 'svc-api').env ?? [];
+  const expected = apiEnv.filter((e) => e.name !== 'SVC_ORCHESTRATOR');
+  assert.deepEqual(
+    [...(worker.env ?? [])].sort((a, b) => a.name.localeCompare(b.name)),
+    [...expected, { name: 'SVC_WORKER_CONCURRENCY', value: '4' }].sort((a, b) =>
+      a.name.localeCompare(b.name),
+    ),
+  );
+  const podOf = (d: V1Deployment) => d.spec?.template.spec;
+  assert.deepEqual(podOf(deployment)?.securityContext, podOf(api)?.securityContext);
+  assert.deepEqual(
+    worker.securityContext,
+    container(objects, 'Deployment', 'svc-api').securityContext,
+  );
+  assert.deepEqual(podOf(deployment)?.volumes, podOf(api)?.volumes);
+  assert.deepEqual(worker.volumeMounts, container(objects, 'Deployment', 'svc-api').volumeMounts);
+  assert.equal(podOf(deployment)?.serviceAccountName, 'svc');
+  assert.equal(worker.ports, undefined, 'the worker serves nothing');
+
+  const scaled = await render({
+    worker: { replicas: 3, concurrency: 16 },
+    resources: {
+      worker: { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '2', memory: '2Gi' } },
+    },
+  });
+  assert.equal(find<V1Deployment>(scaled, 'Deployment', 'svc-worker').spec?.replicas, 3);
+  const scaledWorker = container(scaled, 'Deployment', 'svc-worker');
+  assert.equal(env(scaledWorker).SVC_WORKER_CONCURRENCY, '16');
+  assert.equal(scaledWorker.resources?.limits?.memory, '2Gi');
+
+  const disabled = await render({ worker: { enabled: false } });
+  assert.equal(
+    disabled.filter((o) => o.metadata?.name === 'svc-worker').length,
+    0,
+    'neither Deployment nor NetworkPolicy',
+  );
+  assert.ok(disabled.some((o) => o.kind === 'Deployment' && o.metadata?.name === 'svc-api'));
+  // The schema bounds concurrency.
+  await assert.rejects(render({ worker: { concurrency: 0 } }), /concurrency/);
+});
+
 test('§2.9 values reach svc serve as the environment variables src/config reads', async () => {
   const objects = await render({
     auth: { mode: 'proxy' },
@@ -389,12 +448,12 @@ test('§5.8 NetworkPolicies: the API from the ingress controller and this instal
     [
       [undefined, 'api'],
       [undefined, 'orchestrator'],
+      [undefined, 'worker'],
     ],
   );
-  assert.deepEqual(
-    find<V1NetworkPolicy>(objects, 'NetworkPolicy', 'svc-orchestrator').spec?.ingress,
-    [],
-  );
+  for (const name of ['svc-orchestrator', 'svc-worker']) {
+    assert.deepEqual(find<V1NetworkPolicy>(objects, 'NetworkPolicy', name).spec?.ingress, [], name);
+  }
   const off = await render({ networkPolicies: { enabled: false } });
   assert.equal(off.filter((o) => o.kind === 'NetworkPolicy').length, 0);
 });

@@ -202,6 +202,7 @@ test('§5.7 isolation: B’s projections never hold A’s data, and a fold in A�
       writeChanges(tx, b, {
         opened: [],
         alerts: [],
+        workflow: [],
         metrics: [{ bucket: '2026-11-26T09:00:00.000Z', metric: 'alerts.received', value: 5 }],
         rules: [],
         iocs: [],
@@ -220,6 +221,7 @@ test('§5.7 isolation: B’s projections never hold A’s data, and a fold in A�
       alerts: [
         { id: invB, alerts: 50, severity: 'critical', last_alert_at: at1, last_event_id: '1' },
       ],
+      workflow: [],
       metrics: [],
       rules: [],
       iocs: [],

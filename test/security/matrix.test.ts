@@ -75,7 +75,7 @@ type Expect = 'ok' | number;
 interface Row {
   /** The contract route the row exercises; every route of every family needs a row. */
   route: Route;
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PUT';
   path: () => string;
   body?: () => unknown;
   expect: Record<Principal, Expect>;
@@ -333,6 +333,25 @@ const MATRIX: Record<string, Row> = {
     route: M.tenantReviews,
     method: 'GET',
     path: () => `/api/mssp/tenants/${tenantA}/reviews`,
+    expect: { ...MSSP_ANY, ...MSSP_DENIED, ...ownTenant('ok') },
+  },
+  'GET /api/mssp/tenants/{A}/triage-policy': {
+    route: M.getTriagePolicy,
+    method: 'GET',
+    path: () => `/api/mssp/tenants/${tenantA}/triage-policy`,
+    expect: { ...MSSP_ANY, ...MSSP_DENIED, ...ownTenant('ok') },
+  },
+  'PUT /api/mssp/tenants/{A}/triage-policy': {
+    route: M.putTriagePolicy,
+    method: 'PUT',
+    path: () => `/api/mssp/tenants/${tenantA}/triage-policy`,
+    body: () => ({ min_confidence: 0.8 }),
+    expect: { ...MSSP_OPERATORS, ...MSSP_DENIED, ...ownTenant('ok') },
+  },
+  'GET /api/mssp/tenants/{A}/llm-usage': {
+    route: M.llmUsage,
+    method: 'GET',
+    path: () => `/api/mssp/tenants/${tenantA}/llm-usage`,
     expect: { ...MSSP_ANY, ...MSSP_DENIED, ...ownTenant('ok') },
   },
   ...Object.fromEntries(

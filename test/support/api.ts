@@ -8,7 +8,10 @@ import {
   composeApi,
   composeCore,
   composeOrchestration,
+  composeProjector,
+  composeWorkers,
   type OrchestrationInput,
+  type WorkersInput,
 } from '../../src/app/compose.ts';
 import { createOriginPolicy, type OriginPolicy } from '../../src/auth/csrf.ts';
 import type { Role } from '../../src/auth/identity.ts';
@@ -80,6 +83,10 @@ export interface TestApiOptions {
   outbound?: OutboundPolicy;
   /** Listen on this port (a restarted API at the address its clients know); default any. */
   port?: number;
+  /** Job workers over the same core (the pipeline's by default), stopped with the API. */
+  workers?: WorkersInput;
+  /** Run the projector over the same core and event hub (the read models follow the events). */
+  projector?: boolean;
 }
 
 /** Counts scopes (withTenant/withoutTenant/withScope) without changing them: the database stays real. */
@@ -151,6 +158,10 @@ export async function startTestApi(
     tenancy: orchestration?.api ?? options.tenancy,
     heartbeatMs: 1000,
   });
+  const workers = options.workers ? await composeWorkers(core, options.workers) : undefined;
+  const projector = options.projector
+    ? await composeProjector(core, { events: api.events, run: true, sweepMs: 1000 })
+    : undefined;
   const server = serve({ fetch: api.app.fetch, hostname: '127.0.0.1', port: options.port ?? 0 });
   await new Promise((resolve) => server.once('listening', resolve));
   const { port } = server.address() as AddressInfo;
@@ -166,6 +177,8 @@ export async function startTestApi(
     transactions: count,
     tenancy: orchestration,
     close: async () => {
+      await workers?.stop();
+      await projector?.stop();
       await orchestration?.stop();
       await new Promise((resolve) => server.close(resolve));
       await api.close();

@@ -157,4 +157,26 @@ export const TENANT_ROW_FIXTURES: Record<string, Inserter> = {
       [t],
     );
   },
+  llm_cache: async (tx, t) => {
+    await tx.query(
+      `INSERT INTO llm_cache (tenant_id, prompt_hash, provider, model, response, input_tokens, output_tokens)
+       VALUES ($1, encode(sha256($2::bytea), 'hex'), 'openai', 'gpt-test', '{"verdict":"benign"}', 10, 5)`,
+      [t, randomUUID()],
+    );
+  },
+  llm_usage: async (tx, t) => {
+    await tx.query(
+      `INSERT INTO llm_usage (tenant_id, day, input_tokens, output_tokens, calls)
+       VALUES ($1, current_date - (random() * 1000)::int, 10, 5, 1)
+       ON CONFLICT (tenant_id, day) DO UPDATE SET calls = llm_usage.calls + 1`,
+      [t],
+    );
+  },
+  triage_policies: async (tx, t) => {
+    await tx.query(
+      `INSERT INTO triage_policies (tenant_id, policy) VALUES ($1, '{"auto_close_below_level":5}')
+       ON CONFLICT (tenant_id) DO UPDATE SET policy = excluded.policy`,
+      [t],
+    );
+  },
 };

@@ -3340,6 +3340,652 @@ declare module 'zapatos/schema' {
   }
 
   /**
+   * **llm_cache**
+   * - Table in database
+   */
+  export namespace llm_cache {
+    export type Table = 'llm_cache';
+    export interface Selectable {
+      /**
+      * **llm_cache.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at: Date;
+      /**
+      * **llm_cache.hits**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      hits: db.Int8String;
+      /**
+      * **llm_cache.input_tokens**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      input_tokens: number;
+      /**
+      * **llm_cache.last_hit_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      last_hit_at: Date | null;
+      /**
+      * **llm_cache.model**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      model: string;
+      /**
+      * **llm_cache.output_tokens**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      output_tokens: number;
+      /**
+      * **llm_cache.prompt_hash**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      prompt_hash: string;
+      /**
+      * **llm_cache.provider**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      provider: string;
+      /**
+      * **llm_cache.response**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      response: string;
+      /**
+      * **llm_cache.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+    }
+    export interface JSONSelectable {
+      /**
+      * **llm_cache.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at: db.TimestampTzString;
+      /**
+      * **llm_cache.hits**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      hits: number;
+      /**
+      * **llm_cache.input_tokens**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      input_tokens: number;
+      /**
+      * **llm_cache.last_hit_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      last_hit_at: db.TimestampTzString | null;
+      /**
+      * **llm_cache.model**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      model: string;
+      /**
+      * **llm_cache.output_tokens**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      output_tokens: number;
+      /**
+      * **llm_cache.prompt_hash**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      prompt_hash: string;
+      /**
+      * **llm_cache.provider**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      provider: string;
+      /**
+      * **llm_cache.response**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      response: string;
+      /**
+      * **llm_cache.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+    }
+    export interface Whereable {
+      /**
+      * **llm_cache.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **llm_cache.hits**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      hits?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **llm_cache.input_tokens**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      input_tokens?: number | db.Parameter<number> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **llm_cache.last_hit_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      last_hit_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **llm_cache.model**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      model?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **llm_cache.output_tokens**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      output_tokens?: number | db.Parameter<number> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **llm_cache.prompt_hash**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      prompt_hash?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **llm_cache.provider**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      provider?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **llm_cache.response**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      response?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **llm_cache.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+    }
+    export interface Insertable {
+      /**
+      * **llm_cache.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment;
+      /**
+      * **llm_cache.hits**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      hits?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment;
+      /**
+      * **llm_cache.input_tokens**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      input_tokens: number | db.Parameter<number> | db.SQLFragment;
+      /**
+      * **llm_cache.last_hit_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      last_hit_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **llm_cache.model**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      model: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **llm_cache.output_tokens**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      output_tokens: number | db.Parameter<number> | db.SQLFragment;
+      /**
+      * **llm_cache.prompt_hash**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      prompt_hash: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **llm_cache.provider**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      provider: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **llm_cache.response**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      response: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **llm_cache.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string | db.Parameter<string> | db.SQLFragment;
+    }
+    export interface Updatable {
+      /**
+      * **llm_cache.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **llm_cache.hits**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      hits?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **llm_cache.input_tokens**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      input_tokens?: number | db.Parameter<number> | db.SQLFragment | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment>;
+      /**
+      * **llm_cache.last_hit_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      last_hit_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **llm_cache.model**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      model?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **llm_cache.output_tokens**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      output_tokens?: number | db.Parameter<number> | db.SQLFragment | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment>;
+      /**
+      * **llm_cache.prompt_hash**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      prompt_hash?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **llm_cache.provider**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      provider?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **llm_cache.response**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      response?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **llm_cache.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+    }
+    export type UniqueIndex = 'llm_cache_pkey';
+    export type Column = keyof Selectable;
+    export type OnlyCols<T extends readonly Column[]> = Pick<Selectable, T[number]>;
+    export type SQLExpression = Table | db.ColumnNames<Updatable | (keyof Updatable)[]> | db.ColumnValues<Updatable> | Whereable | Column | db.ParentColumn | db.GenericSQLExpression;
+    export type SQL = SQLExpression | SQLExpression[];
+  }
+
+  /**
+   * **llm_usage**
+   * - Table in database
+   */
+  export namespace llm_usage {
+    export type Table = 'llm_usage';
+    export interface Selectable {
+      /**
+      * **llm_usage.cache_hits**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      cache_hits: db.Int8String;
+      /**
+      * **llm_usage.cache_misses**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      cache_misses: db.Int8String;
+      /**
+      * **llm_usage.calls**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      calls: db.Int8String;
+      /**
+      * **llm_usage.cost_usd**
+      * - `numeric` in database
+      * - `NOT NULL`, default: `0`
+      */
+      cost_usd: db.NumericString;
+      /**
+      * **llm_usage.day**
+      * - `date` in database
+      * - `NOT NULL`, no default
+      */
+      day: Date;
+      /**
+      * **llm_usage.input_tokens**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      input_tokens: db.Int8String;
+      /**
+      * **llm_usage.output_tokens**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      output_tokens: db.Int8String;
+      /**
+      * **llm_usage.refused_over_budget**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      refused_over_budget: db.Int8String;
+      /**
+      * **llm_usage.reserved_tokens**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      reserved_tokens: db.Int8String;
+      /**
+      * **llm_usage.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+    }
+    export interface JSONSelectable {
+      /**
+      * **llm_usage.cache_hits**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      cache_hits: number;
+      /**
+      * **llm_usage.cache_misses**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      cache_misses: number;
+      /**
+      * **llm_usage.calls**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      calls: number;
+      /**
+      * **llm_usage.cost_usd**
+      * - `numeric` in database
+      * - `NOT NULL`, default: `0`
+      */
+      cost_usd: number;
+      /**
+      * **llm_usage.day**
+      * - `date` in database
+      * - `NOT NULL`, no default
+      */
+      day: db.DateString;
+      /**
+      * **llm_usage.input_tokens**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      input_tokens: number;
+      /**
+      * **llm_usage.output_tokens**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      output_tokens: number;
+      /**
+      * **llm_usage.refused_over_budget**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      refused_over_budget: number;
+      /**
+      * **llm_usage.reserved_tokens**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      reserved_tokens: number;
+      /**
+      * **llm_usage.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+    }
+    export interface Whereable {
+      /**
+      * **llm_usage.cache_hits**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      cache_hits?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **llm_usage.cache_misses**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      cache_misses?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **llm_usage.calls**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      calls?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **llm_usage.cost_usd**
+      * - `numeric` in database
+      * - `NOT NULL`, default: `0`
+      */
+      cost_usd?: (number | db.NumericString) | db.Parameter<(number | db.NumericString)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (number | db.NumericString) | db.Parameter<(number | db.NumericString)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **llm_usage.day**
+      * - `date` in database
+      * - `NOT NULL`, no default
+      */
+      day?: (db.DateString | Date) | db.Parameter<(db.DateString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.DateString | Date) | db.Parameter<(db.DateString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **llm_usage.input_tokens**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      input_tokens?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **llm_usage.output_tokens**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      output_tokens?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **llm_usage.refused_over_budget**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      refused_over_budget?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **llm_usage.reserved_tokens**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      reserved_tokens?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **llm_usage.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+    }
+    export interface Insertable {
+      /**
+      * **llm_usage.cache_hits**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      cache_hits?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment;
+      /**
+      * **llm_usage.cache_misses**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      cache_misses?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment;
+      /**
+      * **llm_usage.calls**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      calls?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment;
+      /**
+      * **llm_usage.cost_usd**
+      * - `numeric` in database
+      * - `NOT NULL`, default: `0`
+      */
+      cost_usd?: (number | db.NumericString) | db.Parameter<(number | db.NumericString)> | db.DefaultType | db.SQLFragment;
+      /**
+      * **llm_usage.day**
+      * - `date` in database
+      * - `NOT NULL`, no default
+      */
+      day: (db.DateString | Date) | db.Parameter<(db.DateString | Date)> | db.SQLFragment;
+      /**
+      * **llm_usage.input_tokens**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      input_tokens?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment;
+      /**
+      * **llm_usage.output_tokens**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      output_tokens?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment;
+      /**
+      * **llm_usage.refused_over_budget**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      refused_over_budget?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment;
+      /**
+      * **llm_usage.reserved_tokens**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      reserved_tokens?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment;
+      /**
+      * **llm_usage.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string | db.Parameter<string> | db.SQLFragment;
+    }
+    export interface Updatable {
+      /**
+      * **llm_usage.cache_hits**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      cache_hits?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **llm_usage.cache_misses**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      cache_misses?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **llm_usage.calls**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      calls?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **llm_usage.cost_usd**
+      * - `numeric` in database
+      * - `NOT NULL`, default: `0`
+      */
+      cost_usd?: (number | db.NumericString) | db.Parameter<(number | db.NumericString)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (number | db.NumericString) | db.Parameter<(number | db.NumericString)> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **llm_usage.day**
+      * - `date` in database
+      * - `NOT NULL`, no default
+      */
+      day?: (db.DateString | Date) | db.Parameter<(db.DateString | Date)> | db.SQLFragment | db.SQLFragment<any, (db.DateString | Date) | db.Parameter<(db.DateString | Date)> | db.SQLFragment>;
+      /**
+      * **llm_usage.input_tokens**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      input_tokens?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **llm_usage.output_tokens**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      output_tokens?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **llm_usage.refused_over_budget**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      refused_over_budget?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **llm_usage.reserved_tokens**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      reserved_tokens?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **llm_usage.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+    }
+    export type UniqueIndex = 'llm_usage_pkey';
+    export type Column = keyof Selectable;
+    export type OnlyCols<T extends readonly Column[]> = Pick<Selectable, T[number]>;
+    export type SQLExpression = Table | db.ColumnNames<Updatable | (keyof Updatable)[]> | db.ColumnValues<Updatable> | Whereable | Column | db.ParentColumn | db.GenericSQLExpression;
+    export type SQL = SQLExpression | SQLExpression[];
+  }
+
+  /**
    * **metrics_hourly**
    * - Table in database
    */
@@ -6461,6 +7107,149 @@ declare module 'zapatos/schema' {
   }
 
   /**
+   * **triage_policies**
+   * - Table in database
+   */
+  export namespace triage_policies {
+    export type Table = 'triage_policies';
+    export interface Selectable {
+      /**
+      * **triage_policies.policy**
+      * - `jsonb` in database
+      * - `NOT NULL`, no default
+      */
+      policy: db.JSONValue;
+      /**
+      * **triage_policies.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+      /**
+      * **triage_policies.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at: Date;
+      /**
+      * **triage_policies.updated_by**
+      * - `uuid` in database
+      * - Nullable, no default
+      */
+      updated_by: string | null;
+    }
+    export interface JSONSelectable {
+      /**
+      * **triage_policies.policy**
+      * - `jsonb` in database
+      * - `NOT NULL`, no default
+      */
+      policy: db.JSONValue;
+      /**
+      * **triage_policies.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+      /**
+      * **triage_policies.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at: db.TimestampTzString;
+      /**
+      * **triage_policies.updated_by**
+      * - `uuid` in database
+      * - Nullable, no default
+      */
+      updated_by: string | null;
+    }
+    export interface Whereable {
+      /**
+      * **triage_policies.policy**
+      * - `jsonb` in database
+      * - `NOT NULL`, no default
+      */
+      policy?: db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **triage_policies.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **triage_policies.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **triage_policies.updated_by**
+      * - `uuid` in database
+      * - Nullable, no default
+      */
+      updated_by?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+    }
+    export interface Insertable {
+      /**
+      * **triage_policies.policy**
+      * - `jsonb` in database
+      * - `NOT NULL`, no default
+      */
+      policy: db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment;
+      /**
+      * **triage_policies.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **triage_policies.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment;
+      /**
+      * **triage_policies.updated_by**
+      * - `uuid` in database
+      * - Nullable, no default
+      */
+      updated_by?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment;
+    }
+    export interface Updatable {
+      /**
+      * **triage_policies.policy**
+      * - `jsonb` in database
+      * - `NOT NULL`, no default
+      */
+      policy?: db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment | db.SQLFragment<any, db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment>;
+      /**
+      * **triage_policies.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **triage_policies.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **triage_policies.updated_by**
+      * - `uuid` in database
+      * - Nullable, no default
+      */
+      updated_by?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment>;
+    }
+    export type UniqueIndex = 'triage_policies_pkey';
+    export type Column = keyof Selectable;
+    export type OnlyCols<T extends readonly Column[]> = Pick<Selectable, T[number]>;
+    export type SQLExpression = Table | db.ColumnNames<Updatable | (keyof Updatable)[]> | db.ColumnValues<Updatable> | Whereable | Column | db.ParentColumn | db.GenericSQLExpression;
+    export type SQL = SQLExpression | SQLExpression[];
+  }
+
+  /**
    * **users**
    * - Table in database
    */
@@ -6756,20 +7545,20 @@ declare module 'zapatos/schema' {
   /* --- aggregate types --- */
 
   export namespace public {  
-    export type Table = adapter_credentials.Table | adapter_heartbeats.Table | alert_groups.Table | analyzer_stats.Table | audit_log.Table | branding_configs.Table | chart_compatibility.Table | events.Table | ingest_checkpoints.Table | install_settings.Table | integration_configs.Table | investigations.Table | ioc_stats.Table | metrics_hourly.Table | organization.Table | password_credentials.Table | pending_reviews.Table | projection_checkpoints.Table | releases.Table | rule_stats.Table | sessions.Table | tenant_lifecycle_events.Table | tenant_secrets.Table | tenants.Table | users.Table;
-    export type Selectable = adapter_credentials.Selectable | adapter_heartbeats.Selectable | alert_groups.Selectable | analyzer_stats.Selectable | audit_log.Selectable | branding_configs.Selectable | chart_compatibility.Selectable | events.Selectable | ingest_checkpoints.Selectable | install_settings.Selectable | integration_configs.Selectable | investigations.Selectable | ioc_stats.Selectable | metrics_hourly.Selectable | organization.Selectable | password_credentials.Selectable | pending_reviews.Selectable | projection_checkpoints.Selectable | releases.Selectable | rule_stats.Selectable | sessions.Selectable | tenant_lifecycle_events.Selectable | tenant_secrets.Selectable | tenants.Selectable | users.Selectable;
-    export type JSONSelectable = adapter_credentials.JSONSelectable | adapter_heartbeats.JSONSelectable | alert_groups.JSONSelectable | analyzer_stats.JSONSelectable | audit_log.JSONSelectable | branding_configs.JSONSelectable | chart_compatibility.JSONSelectable | events.JSONSelectable | ingest_checkpoints.JSONSelectable | install_settings.JSONSelectable | integration_configs.JSONSelectable | investigations.JSONSelectable | ioc_stats.JSONSelectable | metrics_hourly.JSONSelectable | organization.JSONSelectable | password_credentials.JSONSelectable | pending_reviews.JSONSelectable | projection_checkpoints.JSONSelectable | releases.JSONSelectable | rule_stats.JSONSelectable | sessions.JSONSelectable | tenant_lifecycle_events.JSONSelectable | tenant_secrets.JSONSelectable | tenants.JSONSelectable | users.JSONSelectable;
-    export type Whereable = adapter_credentials.Whereable | adapter_heartbeats.Whereable | alert_groups.Whereable | analyzer_stats.Whereable | audit_log.Whereable | branding_configs.Whereable | chart_compatibility.Whereable | events.Whereable | ingest_checkpoints.Whereable | install_settings.Whereable | integration_configs.Whereable | investigations.Whereable | ioc_stats.Whereable | metrics_hourly.Whereable | organization.Whereable | password_credentials.Whereable | pending_reviews.Whereable | projection_checkpoints.Whereable | releases.Whereable | rule_stats.Whereable | sessions.Whereable | tenant_lifecycle_events.Whereable | tenant_secrets.Whereable | tenants.Whereable | users.Whereable;
-    export type Insertable = adapter_credentials.Insertable | adapter_heartbeats.Insertable | alert_groups.Insertable | analyzer_stats.Insertable | audit_log.Insertable | branding_configs.Insertable | chart_compatibility.Insertable | events.Insertable | ingest_checkpoints.Insertable | install_settings.Insertable | integration_configs.Insertable | investigations.Insertable | ioc_stats.Insertable | metrics_hourly.Insertable | organization.Insertable | password_credentials.Insertable | pending_reviews.Insertable | projection_checkpoints.Insertable | releases.Insertable | rule_stats.Insertable | sessions.Insertable | tenant_lifecycle_events.Insertable | tenant_secrets.Insertable | tenants.Insertable | users.Insertable;
-    export type Updatable = adapter_credentials.Updatable | adapter_heartbeats.Updatable | alert_groups.Updatable | analyzer_stats.Updatable | audit_log.Updatable | branding_configs.Updatable | chart_compatibility.Updatable | events.Updatable | ingest_checkpoints.Updatable | install_settings.Updatable | integration_configs.Updatable | investigations.Updatable | ioc_stats.Updatable | metrics_hourly.Updatable | organization.Updatable | password_credentials.Updatable | pending_reviews.Updatable | projection_checkpoints.Updatable | releases.Updatable | rule_stats.Updatable | sessions.Updatable | tenant_lifecycle_events.Updatable | tenant_secrets.Updatable | tenants.Updatable | users.Updatable;
-    export type UniqueIndex = adapter_credentials.UniqueIndex | adapter_heartbeats.UniqueIndex | alert_groups.UniqueIndex | analyzer_stats.UniqueIndex | audit_log.UniqueIndex | branding_configs.UniqueIndex | chart_compatibility.UniqueIndex | events.UniqueIndex | ingest_checkpoints.UniqueIndex | install_settings.UniqueIndex | integration_configs.UniqueIndex | investigations.UniqueIndex | ioc_stats.UniqueIndex | metrics_hourly.UniqueIndex | organization.UniqueIndex | password_credentials.UniqueIndex | pending_reviews.UniqueIndex | projection_checkpoints.UniqueIndex | releases.UniqueIndex | rule_stats.UniqueIndex | sessions.UniqueIndex | tenant_lifecycle_events.UniqueIndex | tenant_secrets.UniqueIndex | tenants.UniqueIndex | users.UniqueIndex;
-    export type Column = adapter_credentials.Column | adapter_heartbeats.Column | alert_groups.Column | analyzer_stats.Column | audit_log.Column | branding_configs.Column | chart_compatibility.Column | events.Column | ingest_checkpoints.Column | install_settings.Column | integration_configs.Column | investigations.Column | ioc_stats.Column | metrics_hourly.Column | organization.Column | password_credentials.Column | pending_reviews.Column | projection_checkpoints.Column | releases.Column | rule_stats.Column | sessions.Column | tenant_lifecycle_events.Column | tenant_secrets.Column | tenants.Column | users.Column;
+    export type Table = adapter_credentials.Table | adapter_heartbeats.Table | alert_groups.Table | analyzer_stats.Table | audit_log.Table | branding_configs.Table | chart_compatibility.Table | events.Table | ingest_checkpoints.Table | install_settings.Table | integration_configs.Table | investigations.Table | ioc_stats.Table | llm_cache.Table | llm_usage.Table | metrics_hourly.Table | organization.Table | password_credentials.Table | pending_reviews.Table | projection_checkpoints.Table | releases.Table | rule_stats.Table | sessions.Table | tenant_lifecycle_events.Table | tenant_secrets.Table | tenants.Table | triage_policies.Table | users.Table;
+    export type Selectable = adapter_credentials.Selectable | adapter_heartbeats.Selectable | alert_groups.Selectable | analyzer_stats.Selectable | audit_log.Selectable | branding_configs.Selectable | chart_compatibility.Selectable | events.Selectable | ingest_checkpoints.Selectable | install_settings.Selectable | integration_configs.Selectable | investigations.Selectable | ioc_stats.Selectable | llm_cache.Selectable | llm_usage.Selectable | metrics_hourly.Selectable | organization.Selectable | password_credentials.Selectable | pending_reviews.Selectable | projection_checkpoints.Selectable | releases.Selectable | rule_stats.Selectable | sessions.Selectable | tenant_lifecycle_events.Selectable | tenant_secrets.Selectable | tenants.Selectable | triage_policies.Selectable | users.Selectable;
+    export type JSONSelectable = adapter_credentials.JSONSelectable | adapter_heartbeats.JSONSelectable | alert_groups.JSONSelectable | analyzer_stats.JSONSelectable | audit_log.JSONSelectable | branding_configs.JSONSelectable | chart_compatibility.JSONSelectable | events.JSONSelectable | ingest_checkpoints.JSONSelectable | install_settings.JSONSelectable | integration_configs.JSONSelectable | investigations.JSONSelectable | ioc_stats.JSONSelectable | llm_cache.JSONSelectable | llm_usage.JSONSelectable | metrics_hourly.JSONSelectable | organization.JSONSelectable | password_credentials.JSONSelectable | pending_reviews.JSONSelectable | projection_checkpoints.JSONSelectable | releases.JSONSelectable | rule_stats.JSONSelectable | sessions.JSONSelectable | tenant_lifecycle_events.JSONSelectable | tenant_secrets.JSONSelectable | tenants.JSONSelectable | triage_policies.JSONSelectable | users.JSONSelectable;
+    export type Whereable = adapter_credentials.Whereable | adapter_heartbeats.Whereable | alert_groups.Whereable | analyzer_stats.Whereable | audit_log.Whereable | branding_configs.Whereable | chart_compatibility.Whereable | events.Whereable | ingest_checkpoints.Whereable | install_settings.Whereable | integration_configs.Whereable | investigations.Whereable | ioc_stats.Whereable | llm_cache.Whereable | llm_usage.Whereable | metrics_hourly.Whereable | organization.Whereable | password_credentials.Whereable | pending_reviews.Whereable | projection_checkpoints.Whereable | releases.Whereable | rule_stats.Whereable | sessions.Whereable | tenant_lifecycle_events.Whereable | tenant_secrets.Whereable | tenants.Whereable | triage_policies.Whereable | users.Whereable;
+    export type Insertable = adapter_credentials.Insertable | adapter_heartbeats.Insertable | alert_groups.Insertable | analyzer_stats.Insertable | audit_log.Insertable | branding_configs.Insertable | chart_compatibility.Insertable | events.Insertable | ingest_checkpoints.Insertable | install_settings.Insertable | integration_configs.Insertable | investigations.Insertable | ioc_stats.Insertable | llm_cache.Insertable | llm_usage.Insertable | metrics_hourly.Insertable | organization.Insertable | password_credentials.Insertable | pending_reviews.Insertable | projection_checkpoints.Insertable | releases.Insertable | rule_stats.Insertable | sessions.Insertable | tenant_lifecycle_events.Insertable | tenant_secrets.Insertable | tenants.Insertable | triage_policies.Insertable | users.Insertable;
+    export type Updatable = adapter_credentials.Updatable | adapter_heartbeats.Updatable | alert_groups.Updatable | analyzer_stats.Updatable | audit_log.Updatable | branding_configs.Updatable | chart_compatibility.Updatable | events.Updatable | ingest_checkpoints.Updatable | install_settings.Updatable | integration_configs.Updatable | investigations.Updatable | ioc_stats.Updatable | llm_cache.Updatable | llm_usage.Updatable | metrics_hourly.Updatable | organization.Updatable | password_credentials.Updatable | pending_reviews.Updatable | projection_checkpoints.Updatable | releases.Updatable | rule_stats.Updatable | sessions.Updatable | tenant_lifecycle_events.Updatable | tenant_secrets.Updatable | tenants.Updatable | triage_policies.Updatable | users.Updatable;
+    export type UniqueIndex = adapter_credentials.UniqueIndex | adapter_heartbeats.UniqueIndex | alert_groups.UniqueIndex | analyzer_stats.UniqueIndex | audit_log.UniqueIndex | branding_configs.UniqueIndex | chart_compatibility.UniqueIndex | events.UniqueIndex | ingest_checkpoints.UniqueIndex | install_settings.UniqueIndex | integration_configs.UniqueIndex | investigations.UniqueIndex | ioc_stats.UniqueIndex | llm_cache.UniqueIndex | llm_usage.UniqueIndex | metrics_hourly.UniqueIndex | organization.UniqueIndex | password_credentials.UniqueIndex | pending_reviews.UniqueIndex | projection_checkpoints.UniqueIndex | releases.UniqueIndex | rule_stats.UniqueIndex | sessions.UniqueIndex | tenant_lifecycle_events.UniqueIndex | tenant_secrets.UniqueIndex | tenants.UniqueIndex | triage_policies.UniqueIndex | users.UniqueIndex;
+    export type Column = adapter_credentials.Column | adapter_heartbeats.Column | alert_groups.Column | analyzer_stats.Column | audit_log.Column | branding_configs.Column | chart_compatibility.Column | events.Column | ingest_checkpoints.Column | install_settings.Column | integration_configs.Column | investigations.Column | ioc_stats.Column | llm_cache.Column | llm_usage.Column | metrics_hourly.Column | organization.Column | password_credentials.Column | pending_reviews.Column | projection_checkpoints.Column | releases.Column | rule_stats.Column | sessions.Column | tenant_lifecycle_events.Column | tenant_secrets.Column | tenants.Column | triage_policies.Column | users.Column;
   
-    export type AllBaseTables = [adapter_credentials.Table, adapter_heartbeats.Table, alert_groups.Table, analyzer_stats.Table, audit_log.Table, branding_configs.Table, chart_compatibility.Table, events.Table, ingest_checkpoints.Table, install_settings.Table, integration_configs.Table, investigations.Table, ioc_stats.Table, metrics_hourly.Table, organization.Table, password_credentials.Table, pending_reviews.Table, projection_checkpoints.Table, releases.Table, rule_stats.Table, sessions.Table, tenant_lifecycle_events.Table, tenant_secrets.Table, tenants.Table, users.Table];
+    export type AllBaseTables = [adapter_credentials.Table, adapter_heartbeats.Table, alert_groups.Table, analyzer_stats.Table, audit_log.Table, branding_configs.Table, chart_compatibility.Table, events.Table, ingest_checkpoints.Table, install_settings.Table, integration_configs.Table, investigations.Table, ioc_stats.Table, llm_cache.Table, llm_usage.Table, metrics_hourly.Table, organization.Table, password_credentials.Table, pending_reviews.Table, projection_checkpoints.Table, releases.Table, rule_stats.Table, sessions.Table, tenant_lifecycle_events.Table, tenant_secrets.Table, tenants.Table, triage_policies.Table, users.Table];
     export type AllForeignTables = [];
     export type AllViews = [];
     export type AllMaterializedViews = [];
-    export type AllTablesAndViews = [adapter_credentials.Table, adapter_heartbeats.Table, alert_groups.Table, analyzer_stats.Table, audit_log.Table, branding_configs.Table, chart_compatibility.Table, events.Table, ingest_checkpoints.Table, install_settings.Table, integration_configs.Table, investigations.Table, ioc_stats.Table, metrics_hourly.Table, organization.Table, password_credentials.Table, pending_reviews.Table, projection_checkpoints.Table, releases.Table, rule_stats.Table, sessions.Table, tenant_lifecycle_events.Table, tenant_secrets.Table, tenants.Table, users.Table];
+    export type AllTablesAndViews = [adapter_credentials.Table, adapter_heartbeats.Table, alert_groups.Table, analyzer_stats.Table, audit_log.Table, branding_configs.Table, chart_compatibility.Table, events.Table, ingest_checkpoints.Table, install_settings.Table, integration_configs.Table, investigations.Table, ioc_stats.Table, llm_cache.Table, llm_usage.Table, metrics_hourly.Table, organization.Table, password_credentials.Table, pending_reviews.Table, projection_checkpoints.Table, releases.Table, rule_stats.Table, sessions.Table, tenant_lifecycle_events.Table, tenant_secrets.Table, tenants.Table, triage_policies.Table, users.Table];
   }
 
 
@@ -6810,6 +7599,8 @@ declare module 'zapatos/schema' {
     "integration_configs": integration_configs.Selectable;
     "investigations": investigations.Selectable;
     "ioc_stats": ioc_stats.Selectable;
+    "llm_cache": llm_cache.Selectable;
+    "llm_usage": llm_usage.Selectable;
     "metrics_hourly": metrics_hourly.Selectable;
     "organization": organization.Selectable;
     "password_credentials": password_credentials.Selectable;
@@ -6821,6 +7612,7 @@ declare module 'zapatos/schema' {
     "tenant_lifecycle_events": tenant_lifecycle_events.Selectable;
     "tenant_secrets": tenant_secrets.Selectable;
     "tenants": tenants.Selectable;
+    "triage_policies": triage_policies.Selectable;
     "users": users.Selectable;
   }[T];
 
@@ -6838,6 +7630,8 @@ declare module 'zapatos/schema' {
     "integration_configs": integration_configs.JSONSelectable;
     "investigations": investigations.JSONSelectable;
     "ioc_stats": ioc_stats.JSONSelectable;
+    "llm_cache": llm_cache.JSONSelectable;
+    "llm_usage": llm_usage.JSONSelectable;
     "metrics_hourly": metrics_hourly.JSONSelectable;
     "organization": organization.JSONSelectable;
     "password_credentials": password_credentials.JSONSelectable;
@@ -6849,6 +7643,7 @@ declare module 'zapatos/schema' {
     "tenant_lifecycle_events": tenant_lifecycle_events.JSONSelectable;
     "tenant_secrets": tenant_secrets.JSONSelectable;
     "tenants": tenants.JSONSelectable;
+    "triage_policies": triage_policies.JSONSelectable;
     "users": users.JSONSelectable;
   }[T];
 
@@ -6866,6 +7661,8 @@ declare module 'zapatos/schema' {
     "integration_configs": integration_configs.Whereable;
     "investigations": investigations.Whereable;
     "ioc_stats": ioc_stats.Whereable;
+    "llm_cache": llm_cache.Whereable;
+    "llm_usage": llm_usage.Whereable;
     "metrics_hourly": metrics_hourly.Whereable;
     "organization": organization.Whereable;
     "password_credentials": password_credentials.Whereable;
@@ -6877,6 +7674,7 @@ declare module 'zapatos/schema' {
     "tenant_lifecycle_events": tenant_lifecycle_events.Whereable;
     "tenant_secrets": tenant_secrets.Whereable;
     "tenants": tenants.Whereable;
+    "triage_policies": triage_policies.Whereable;
     "users": users.Whereable;
   }[T];
 
@@ -6894,6 +7692,8 @@ declare module 'zapatos/schema' {
     "integration_configs": integration_configs.Insertable;
     "investigations": investigations.Insertable;
     "ioc_stats": ioc_stats.Insertable;
+    "llm_cache": llm_cache.Insertable;
+    "llm_usage": llm_usage.Insertable;
     "metrics_hourly": metrics_hourly.Insertable;
     "organization": organization.Insertable;
     "password_credentials": password_credentials.Insertable;
@@ -6905,6 +7705,7 @@ declare module 'zapatos/schema' {
     "tenant_lifecycle_events": tenant_lifecycle_events.Insertable;
     "tenant_secrets": tenant_secrets.Insertable;
     "tenants": tenants.Insertable;
+    "triage_policies": triage_policies.Insertable;
     "users": users.Insertable;
   }[T];
 
@@ -6922,6 +7723,8 @@ declare module 'zapatos/schema' {
     "integration_configs": integration_configs.Updatable;
     "investigations": investigations.Updatable;
     "ioc_stats": ioc_stats.Updatable;
+    "llm_cache": llm_cache.Updatable;
+    "llm_usage": llm_usage.Updatable;
     "metrics_hourly": metrics_hourly.Updatable;
     "organization": organization.Updatable;
     "password_credentials": password_credentials.Updatable;
@@ -6933,6 +7736,7 @@ declare module 'zapatos/schema' {
     "tenant_lifecycle_events": tenant_lifecycle_events.Updatable;
     "tenant_secrets": tenant_secrets.Updatable;
     "tenants": tenants.Updatable;
+    "triage_policies": triage_policies.Updatable;
     "users": users.Updatable;
   }[T];
 
@@ -6950,6 +7754,8 @@ declare module 'zapatos/schema' {
     "integration_configs": integration_configs.UniqueIndex;
     "investigations": investigations.UniqueIndex;
     "ioc_stats": ioc_stats.UniqueIndex;
+    "llm_cache": llm_cache.UniqueIndex;
+    "llm_usage": llm_usage.UniqueIndex;
     "metrics_hourly": metrics_hourly.UniqueIndex;
     "organization": organization.UniqueIndex;
     "password_credentials": password_credentials.UniqueIndex;
@@ -6961,6 +7767,7 @@ declare module 'zapatos/schema' {
     "tenant_lifecycle_events": tenant_lifecycle_events.UniqueIndex;
     "tenant_secrets": tenant_secrets.UniqueIndex;
     "tenants": tenants.UniqueIndex;
+    "triage_policies": triage_policies.UniqueIndex;
     "users": users.UniqueIndex;
   }[T];
 
@@ -6978,6 +7785,8 @@ declare module 'zapatos/schema' {
     "integration_configs": integration_configs.Column;
     "investigations": investigations.Column;
     "ioc_stats": ioc_stats.Column;
+    "llm_cache": llm_cache.Column;
+    "llm_usage": llm_usage.Column;
     "metrics_hourly": metrics_hourly.Column;
     "organization": organization.Column;
     "password_credentials": password_credentials.Column;
@@ -6989,6 +7798,7 @@ declare module 'zapatos/schema' {
     "tenant_lifecycle_events": tenant_lifecycle_events.Column;
     "tenant_secrets": tenant_secrets.Column;
     "tenants": tenants.Column;
+    "triage_policies": triage_policies.Column;
     "users": users.Column;
   }[T];
 
@@ -7006,6 +7816,8 @@ declare module 'zapatos/schema' {
     "integration_configs": integration_configs.SQL;
     "investigations": investigations.SQL;
     "ioc_stats": ioc_stats.SQL;
+    "llm_cache": llm_cache.SQL;
+    "llm_usage": llm_usage.SQL;
     "metrics_hourly": metrics_hourly.SQL;
     "organization": organization.SQL;
     "password_credentials": password_credentials.SQL;
@@ -7017,6 +7829,7 @@ declare module 'zapatos/schema' {
     "tenant_lifecycle_events": tenant_lifecycle_events.SQL;
     "tenant_secrets": tenant_secrets.SQL;
     "tenants": tenants.SQL;
+    "triage_policies": triage_policies.SQL;
     "users": users.SQL;
   }[T];
 

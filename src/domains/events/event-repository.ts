@@ -250,3 +250,24 @@ export async function listenForEvents(client: pg.Client): Promise<void> {
 export async function pingListener(client: pg.Client): Promise<void> {
   await client.query('SELECT 1');
 }
+
+/**
+ * Appends at the stream's next position, whatever it is: for writers that only need their
+ * event after the ones already there (the pipeline's steps on an investigation's stream). A
+ * concurrent writer taking the position first costs a re-read, not an error (at most 5).
+ */
+export async function appendToStream(
+  tx: TenantTx,
+  input: Omit<AppendEventInput, 'streamSeq'>,
+): Promise<StoredEvent> {
+  for (let tries = 0; ; tries++) {
+    try {
+      return await appendEvent(tx, {
+        ...input,
+        streamSeq: (await currentSeq(tx, input.streamId)) + 1,
+      });
+    } catch (error) {
+      if (!(error instanceof StreamConflictError) || tries >= 4) throw error;
+    }
+  }
+}

@@ -7,6 +7,7 @@ import type { TenantTx } from '../../db/tenant-context.ts';
 import { findHeartbeat } from '../adapter/adapter-repository.ts';
 import { AdapterTenantGoneError } from '../adapter/adapter-types.ts';
 import { appendStreamStarts, type StreamStart } from '../events/event-repository.ts';
+import { enqueueJobs } from '../jobs/job-repository.ts';
 import { findTenant } from '../tenants/tenant-repository.ts';
 import { alertStreamId, parseAlertTimestamp, type Severity, severityOf } from './alert-identity.ts';
 import {
@@ -37,6 +38,9 @@ import type { IngestRateLimiter } from './rate-limit.ts';
 export interface IngestServiceDeps {
   db: Pick<AppDatabase, 'withTenant'>;
   limiter: IngestRateLimiter;
+  /** How long a new investigation gathers alerts before its triage job runs (SVC_TRIAGE_DELAY). */
+  triageDelayMs?: number;
+  now?: () => Date;
 }
 
 /** One alert of a batch, checked and measured once. */
@@ -50,6 +54,8 @@ interface ReadAlert {
 }
 
 export function createIngestService(deps: IngestServiceDeps) {
+  const triageAt = () =>
+    new Date((deps.now?.() ?? new Date()).getTime() + (deps.triageDelayMs ?? 10_000));
   return {
     /**
      * Stores a batch: every alert not stored yet becomes one `alert.received` event, each
@@ -64,7 +70,7 @@ export function createIngestService(deps: IngestServiceDeps) {
       if (!taken.ok) throw new IngestRateLimitedError(taken.retryAfterSeconds);
       try {
         const outcome = await deps.db.withTenant(tenantId, (tx) =>
-          storeBatch(tx, tenantId, alerts, batch.checkpoint),
+          storeBatch(tx, tenantId, alerts, batch.checkpoint, triageAt()),
         );
         if (!outcome) throw new AdapterTenantGoneError(tenantId);
         return outcome;
@@ -147,6 +153,7 @@ async function storeBatch(
   tenantId: string,
   alerts: ReadAlert[],
   checkpoint: AlertBatch['checkpoint'],
+  triageAt: Date,
 ): Promise<IngestOutcome | undefined> {
   await lockTenantAppends(tx);
   if (!(await isLive(tx, tenantId))) return undefined;
@@ -158,6 +165,19 @@ async function storeBatch(
   const plan = planGroups(fresh, await openGroups(tx, distinctKeys(fresh)));
   const written = await appendStreamStarts(tx, tenantId, INGEST_ACTOR, plan.events);
   const accepted = fresh.filter((a) => written.has(a.streamId)).length;
+  // Each investigation this batch opened gets its triage job, committed with its opening.
+  await enqueueJobs(
+    tx,
+    plan.events
+      .filter((e) => e.type === 'investigation.opened' && written.has(e.streamId))
+      .map((e) => ({
+        tenantId,
+        jobType: 'triage',
+        input: { investigation_id: e.streamId },
+        jobKey: `triage:${e.streamId}`,
+        runAt: triageAt,
+      })),
+  );
   await saveGroups(tx, tenantId, plan.groups);
   const saved = await saveCheckpoint(tx, tenantId, checkpoint, accepted);
   return {

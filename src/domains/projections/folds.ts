@@ -5,6 +5,7 @@ import {
   type Checkpoints,
   type InvestigationAlerts,
   type InvestigationOpen,
+  type InvestigationWorkflow,
   type IocDelta,
   type IocType,
   type MetricDelta,
@@ -13,6 +14,11 @@ import {
   type RuleDelta,
   SEVERITIES,
   type Severity,
+  STATUSES,
+  type Status,
+  type StatusOutcome,
+  VERDICTS,
+  type Verdict,
 } from './projection-types.ts';
 
 /**
@@ -42,6 +48,8 @@ export function foldEvents(
       case 'analyzer.completed':
         if (due('analyzer_stats')) fold.analyzer(event);
         break;
+      default:
+        if (WORKFLOW_EVENTS.has(event.type) && due('investigations')) fold.workflow(event);
     }
   }
   return fold.changes();
@@ -52,7 +60,27 @@ const RULE_ID_MAX = 200;
 const RULE_NAME_MAX = 1000;
 const IOC_MAX = 2048;
 const ANALYZER_MAX = 200;
+const SUMMARY_MAX = 4000;
 const HOUR_MS = 3_600_000;
+
+/** The triage pipeline's events on an investigation's own stream (docs/projections.md). */
+const WORKFLOW_EVENTS: ReadonlySet<string> = new Set([
+  'triage.started',
+  'triage.completed',
+  'triage.failed',
+  'enrichment.completed',
+  'decision.made',
+  'review.requested',
+  'review.approved',
+  'review.rejected',
+  'investigation.closed',
+  'case.opened',
+]);
+const VERDICT_EVENTS: ReadonlySet<string> = new Set([
+  'triage.completed',
+  'review.rejected',
+  'investigation.closed',
+]);
 
 type Record_ = Record<string, unknown>;
 
@@ -85,6 +113,10 @@ export function severityOfLevel(level: number): Severity {
   if (level <= 9) return 'medium';
   if (level <= 12) return 'high';
   return 'critical';
+}
+
+function isVerdict(value: unknown): value is Verdict {
+  return typeof value === 'string' && (VERDICTS as readonly string[]).includes(value);
 }
 
 export function maxSeverity(a: Severity, b: Severity): Severity {
@@ -126,9 +158,68 @@ export function alertIocs(alert: Record_): { type: IocType; value: string }[] {
   return result;
 }
 
+/** A status move: what one event changes for a row in `from`; undefined when it stays. */
+type Move = (from: Status) => Partial<StatusOutcome> | undefined;
+
+/** Closed and resolved are final: only a rejected review that reopens leaves them. */
+function isFinal(status: Status): boolean {
+  return status === 'closed' || status === 'resolved';
+}
+
+function closing(at: string): Move {
+  return (from) => (isFinal(from) ? undefined : { status: 'closed', closed_at: at });
+}
+
+function statusMove(type: string, payload: Record_, at: string): Move | undefined {
+  switch (type) {
+    case 'triage.started':
+      return (from) => (from === 'open' ? { status: 'triaging' } : undefined);
+    case 'review.requested':
+      return (from) => (isFinal(from) ? undefined : { status: 'awaiting_review' });
+    case 'investigation.closed':
+      return closing(at);
+    case 'case.opened':
+      return (from) => (isFinal(from) ? undefined : { status: 'resolved', resolved_at: at });
+    case 'review.rejected':
+      // A reopened investigation is open again, so it carries no closing or resolution time.
+      return payload.reopen === true
+        ? () => ({ status: 'open', closed_at: null, resolved_at: null })
+        : closing(at);
+    default:
+      return undefined;
+  }
+}
+
+function summaryOf(type: string, payload: Record_): string | undefined {
+  if (type === 'triage.completed')
+    return text(payload.rationale, Number.POSITIVE_INFINITY)?.slice(0, SUMMARY_MAX);
+  if (type !== 'triage.failed') return undefined;
+  // A failure is worth showing even when its reason cannot be read.
+  const reason = text(payload.reason, Number.POSITIVE_INFINITY);
+  const summary = reason === undefined ? 'Triage failed' : `Triage failed: ${reason}`;
+  return summary.slice(0, SUMMARY_MAX);
+}
+
+/** The investigation a pipeline event is about: its payload says, else its own stream. */
+function investigationOf(event: StoredEvent, payload: Record_): string | undefined {
+  if (isUuid(payload.investigation_id)) return payload.investigation_id.toLowerCase();
+  return event.streamType === 'investigation' && isUuid(event.streamId)
+    ? event.streamId.toLowerCase()
+    : undefined;
+}
+
+function unmoved(id: string, at: string, eventId: string): InvestigationWorkflow {
+  const outcomes = Object.fromEntries(STATUSES.map((s) => [s, { status: s }])) as Record<
+    Status,
+    StatusOutcome
+  >;
+  return { id, outcomes, verdict: null, summary: null, updated_at: at, last_event_id: eventId };
+}
+
 class Fold {
   readonly #opened = new Map<string, InvestigationOpen>();
   readonly #alerts = new Map<string, InvestigationAlerts>();
+  readonly #workflow = new Map<string, InvestigationWorkflow>();
   readonly #metrics = new Map<string, MetricDelta>();
   readonly #rules = new Map<string, RuleDelta>();
   readonly #iocs = new Map<string, IocDelta>();
@@ -142,8 +233,10 @@ class Fold {
     const id = isUuid(payload.investigation_id) ? payload.investigation_id : event.streamId;
     const key = id.toLowerCase();
     // A second opening of the same id restarts the row; alerts folded before it are dropped
-    // with it, exactly as the incremental fold of the same events would.
+    // with it, exactly as the incremental fold of the same events would; so are the pipeline's
+    // moves (the opening resets the workflow columns).
     this.#alerts.delete(key);
+    this.#workflow.delete(key);
     this.#opened.set(key, {
       id: key,
       title: text(payload.title, Number.POSITIVE_INFINITY)?.slice(0, TITLE_MAX) ?? 'Untitled',
@@ -174,6 +267,24 @@ class Fold {
     }
     if (due('rule_stats')) this.#rule(rule, at);
     if (due('ioc_stats')) for (const ioc of alertIocs(alert)) this.#ioc(ioc.type, ioc.value, at);
+  }
+
+  /** One pipeline event, applied to every status the row may have been in before the batch. */
+  workflow(event: StoredEvent): void {
+    const payload = object(event.payload) ?? {};
+    const id = investigationOf(event, payload);
+    if (id === undefined) return;
+    const at = event.occurredAt.toISOString();
+    const row = this.#workflow.get(id) ?? unmoved(id, at, event.id);
+    const move = statusMove(event.type, payload, at);
+    if (move)
+      for (const outcome of Object.values(row.outcomes))
+        Object.assign(outcome, move(outcome.status));
+    if (VERDICT_EVENTS.has(event.type) && isVerdict(payload.verdict)) row.verdict = payload.verdict;
+    row.summary = summaryOf(event.type, payload) ?? row.summary;
+    row.updated_at = later(row.updated_at, at);
+    row.last_event_id = event.id;
+    this.#workflow.set(id, row);
   }
 
   analyzer(event: StoredEvent): void {
@@ -208,6 +319,7 @@ class Fold {
     return {
       opened: [...this.#opened.values()],
       alerts: [...this.#alerts.values()],
+      workflow: [...this.#workflow.values()],
       metrics: [...this.#metrics.values()],
       rules: [...this.#rules.values()],
       iocs: [...this.#iocs.values()],

@@ -113,7 +113,10 @@ export async function allTenants(tx: InstallTx): Promise<{ id: string; slug: str
   return rows;
 }
 
-/** A rebuild's first step: the tenant's derived rows and checkpoints go; investigations stay. */
+/**
+ * A rebuild's first step: the tenant's derived rows and checkpoints go; investigations stay and
+ * are reset by their openings as the events are folded again (OPEN below).
+ */
 export async function clearProjections(tx: TenantTx, tenantId: string): Promise<void> {
   await tx.query(
     `WITH m AS (DELETE FROM metrics_hourly WHERE tenant_id = $1),
@@ -128,8 +131,9 @@ export async function clearProjections(tx: TenantTx, tenantId: string): Promise<
 // Each statement takes one batch's changes as a JSON array (jsonb_to_recordset), so a batch
 // of up to 1,000 events costs one statement per table, whatever it holds.
 
-// An opening (re)starts the row's event-derived columns; workflow columns (status, summary,
-// verdict, assignee, resolved/closed) are left alone, so a rebuild in place keeps them.
+// An opening (re)starts every event-derived column, the workflow ones (status, verdict,
+// summary, resolved/closed) included, so a rebuild in place refolds them from the store. The
+// assignee is no event's: it is left alone.
 const OPEN = `
   INSERT INTO investigations AS i (tenant_id, id, title, severity, status, source, source_ref,
                                    opened_at, updated_at, alert_count, last_alert_at, last_event_id)
@@ -141,20 +145,37 @@ const OPEN = `
      SET title = excluded.title, severity = excluded.severity, source = excluded.source,
          source_ref = excluded.source_ref, opened_at = excluded.opened_at,
          updated_at = excluded.updated_at, alert_count = 0, last_alert_at = NULL,
+         status = 'open', verdict = NULL, summary = NULL, resolved_at = NULL, closed_at = NULL,
          last_event_id = excluded.last_event_id`;
 
-const ALERTS = `
+// What alerts ($2) and pipeline events ($3) did to investigations, joined per id into one
+// statement. A status move reads the row's status before it (r.outcomes -> i.status): every
+// SET expression sees the old row. Where a side has no entry its columns are NULL and keep the
+// row's value (greatest() ignores NULL; so does the severity comparison).
+const INVESTIGATIONS = `
   UPDATE investigations AS i
-     SET alert_count = i.alert_count + r.alerts,
+     SET alert_count = i.alert_count + coalesce(r.alerts, 0),
          severity = CASE
            WHEN array_position('{info,low,medium,high,critical}'::text[], r.severity)
               > array_position('{info,low,medium,high,critical}'::text[], i.severity)
            THEN r.severity ELSE i.severity END,
          last_alert_at = greatest(i.last_alert_at, r.last_alert_at),
-         updated_at = greatest(i.updated_at, r.last_alert_at),
-         last_event_id = greatest(i.last_event_id, r.last_event_id)
-    FROM jsonb_to_recordset($2::jsonb) AS r(id uuid, alerts integer, severity text,
-         last_alert_at timestamptz, last_event_id bigint)
+         status = coalesce((r.outcomes -> i.status) ->> 'status', i.status),
+         closed_at = CASE WHEN (r.outcomes -> i.status) ? 'closed_at'
+           THEN ((r.outcomes -> i.status) ->> 'closed_at')::timestamptz ELSE i.closed_at END,
+         resolved_at = CASE WHEN (r.outcomes -> i.status) ? 'resolved_at'
+           THEN ((r.outcomes -> i.status) ->> 'resolved_at')::timestamptz ELSE i.resolved_at END,
+         verdict = coalesce(r.verdict, i.verdict),
+         summary = coalesce(r.summary, i.summary),
+         updated_at = greatest(i.updated_at, r.last_alert_at, r.updated_at),
+         last_event_id = greatest(i.last_event_id, r.alert_event_id, r.workflow_event_id)
+    FROM (SELECT id, a.alerts, a.severity, a.last_alert_at, a.last_event_id AS alert_event_id,
+                 w.outcomes, w.verdict, w.summary, w.updated_at,
+                 w.last_event_id AS workflow_event_id
+            FROM jsonb_to_recordset($2::jsonb) AS a(id uuid, alerts integer, severity text,
+                 last_alert_at timestamptz, last_event_id bigint)
+            FULL JOIN jsonb_to_recordset($3::jsonb) AS w(id uuid, outcomes jsonb, verdict text,
+                 summary text, updated_at timestamptz, last_event_id bigint) USING (id)) AS r
    WHERE i.tenant_id = $1 AND i.id = r.id`;
 
 const METRICS = `
@@ -194,22 +215,26 @@ const ANALYZERS = `
          total_duration_ms = s.total_duration_ms + excluded.total_duration_ms,
          last_run_at = greatest(s.last_run_at, excluded.last_run_at)`;
 
-/** Writes one batch's changes: openings before the alerts that follow them; empty parts skipped. */
+/**
+ * Writes one batch's changes: openings before the alerts and pipeline events that follow them;
+ * a statement whose parts are all empty is skipped.
+ */
 export async function writeChanges(
   tx: TenantTx,
   tenantId: string,
   changes: ProjectionChanges,
 ): Promise<void> {
-  const steps: [string, string, unknown[]][] = [
-    ['projections.open', OPEN, changes.opened],
-    ['projections.alerts', ALERTS, changes.alerts],
-    ['projections.metrics', METRICS, changes.metrics],
-    ['projections.rules', RULES, changes.rules],
-    ['projections.iocs', IOCS, changes.iocs],
-    ['projections.analyzers', ANALYZERS, changes.analyzers],
+  const steps: [string, string, unknown[][]][] = [
+    ['projections.open', OPEN, [changes.opened]],
+    ['projections.investigations', INVESTIGATIONS, [changes.alerts, changes.workflow]],
+    ['projections.metrics', METRICS, [changes.metrics]],
+    ['projections.rules', RULES, [changes.rules]],
+    ['projections.iocs', IOCS, [changes.iocs]],
+    ['projections.analyzers', ANALYZERS, [changes.analyzers]],
   ];
-  for (const [label, text, rows] of steps) {
-    if (rows.length === 0) continue;
-    await tx.query(prepared(label, text, [tenantId, JSON.stringify(rows)]));
+  for (const [label, text, parts] of steps) {
+    if (parts.every((rows) => rows.length === 0)) continue;
+    const values = [tenantId, ...parts.map((rows) => JSON.stringify(rows))];
+    await tx.query(prepared(label, text, values));
   }
 }

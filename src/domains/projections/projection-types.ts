@@ -16,6 +16,12 @@ export type Checkpoints = Record<Projection, bigint>;
 export const SEVERITIES = ['info', 'low', 'medium', 'high', 'critical'] as const;
 export type Severity = (typeof SEVERITIES)[number];
 
+/** The read model's status and verdict values (the CHECKs of sql/0004). */
+export const STATUSES = ['open', 'triaging', 'awaiting_review', 'resolved', 'closed'] as const;
+export type Status = (typeof STATUSES)[number];
+export const VERDICTS = ['true_positive', 'false_positive', 'benign', 'inconclusive'] as const;
+export type Verdict = (typeof VERDICTS)[number];
+
 /**
  * A new (or, on a second `investigation.opened` for the same id, restarted) investigation row.
  * Timestamps are ISO strings: the changes travel to SQL as one JSON document per statement.
@@ -36,6 +42,31 @@ export interface InvestigationAlerts {
   alerts: number;
   severity: Severity;
   last_alert_at: string;
+  last_event_id: string;
+}
+
+/**
+ * Where a batch's pipeline events leave an investigation that was in one status before the
+ * batch. A timestamp key present sets the column (null clears it); absent leaves it.
+ */
+export interface StatusOutcome {
+  status: Status;
+  closed_at?: string | null;
+  resolved_at?: string | null;
+}
+
+/**
+ * What a batch's pipeline events (triage, reviews, closing, cases) do to one investigation.
+ * A status move depends on the status before it, which only the table knows when the batch
+ * starts, so the fold gives the outcome for every status the row may be in; the statement
+ * picks the row's own. Verdict and summary do not depend on it: the latest readable one wins.
+ */
+export interface InvestigationWorkflow {
+  id: string;
+  outcomes: Record<Status, StatusOutcome>;
+  verdict: Verdict | null;
+  summary: string | null;
+  updated_at: string;
   last_event_id: string;
 }
 
@@ -72,11 +103,13 @@ export interface AnalyzerDelta {
 
 /**
  * The row changes of one batch, one entry per key (so each upsert touches a row once).
- * Investigations opened in the batch are written before the alerts that follow them.
+ * Investigations opened in the batch are written before the alerts and pipeline events that
+ * follow them; those two go to the table in one statement.
  */
 export interface ProjectionChanges {
   opened: InvestigationOpen[];
   alerts: InvestigationAlerts[];
+  workflow: InvestigationWorkflow[];
   metrics: MetricDelta[];
   rules: RuleDelta[];
   iocs: IocDelta[];

@@ -334,6 +334,9 @@ export const PURGE_ORDER = [
   'alert_groups',
   'adapter_credentials',
   'adapter_heartbeats',
+  'llm_cache',
+  'llm_usage',
+  'triage_policies',
 ] as const;
 
 /** The soft-deleted tenant, row-locked for its purge; undefined when it is not (or no more). */

@@ -1,12 +1,12 @@
 // The triage domain owns the analyst's work on one tenant: its incident list, its queue of
 // proposed actions awaiting a human, and the decisions on them (spec §1 item 6, §5.8).
-import { randomUUID } from 'node:crypto';
 import type { KeysetPage, KeysetRequest } from '../../db/keyset.ts';
 import type { AppDatabase } from '../../db/pools.ts';
 import type { TenantTx } from '../../db/tenant-context.ts';
 import { writeAudit } from '../audit/audit-repository.ts';
-import { appendEvent } from '../events/event-repository.ts';
+import { appendToStream } from '../events/event-repository.ts';
 import { listCustomerInvestigations } from '../investigations/investigation-repository.ts';
+import { enqueueJobs } from '../jobs/job-repository.ts';
 import { findTenant } from '../tenants/tenant-repository.ts';
 import { TenantNotFoundError } from '../tenants/tenant-types.ts';
 import { decideOpenReview, findReviewDecision, listOpenReviews } from './triage-repository.ts';
@@ -78,6 +78,22 @@ export function createTriageService(deps: {
 
 export type TriageService = ReturnType<typeof createTriageService>;
 
+/**
+ * Acting on a review retries with the queue's exponential backoff: 8 attempts span about an
+ * hour and a half, long enough to outlast a restart of the tenant's case component.
+ */
+const ACT_ATTEMPTS = 8;
+
+/**
+ * What a rejection means for the investigation: an escalation rejected closes it as a false
+ * positive; a closure rejected sends it back to the analysts (open).
+ */
+function rejection(review: Review): Record<string, unknown> {
+  return review.proposed_action === 'close_investigation'
+    ? { reopen: true }
+    : { verdict: 'false_positive', reopen: false };
+}
+
 /** The MSSP list shows fewer columns than the customer's; the query is the one they share. */
 function summary(row: IncidentSummary): IncidentSummary {
   const {
@@ -126,19 +142,32 @@ async function recordDecision(
   tx: TenantTx,
   { tenantId, review, decision, decider, note }: DecisionRecord,
 ): Promise<void> {
-  await appendEvent(tx, {
+  // On the investigation's stream, after the pipeline's steps: the read model follows it.
+  await appendToStream(tx, {
     tenantId,
-    streamType: 'review',
-    streamId: randomUUID(),
-    streamSeq: 1,
+    streamType: 'investigation',
+    streamId: review.investigation_id,
     type: `review.${decision}`,
     payload: {
       review_id: review.id,
       investigation_id: review.investigation_id,
       action: review.proposed_action,
+      ...(decision === 'rejected' ? rejection(review) : {}),
     },
     actor: `user:${decider.userId}`,
   });
+  // The approved action runs as a job, committed with the approval; its key makes a second
+  // enqueue of the same review (there is none: a review is decided once) a no-op.
+  if (decision === 'approved')
+    await enqueueJobs(tx, [
+      {
+        tenantId,
+        jobType: 'act',
+        input: { review_id: review.id },
+        jobKey: `act:${review.id}`,
+        maxAttempts: ACT_ATTEMPTS,
+      },
+    ]);
   await writeAudit(tx, {
     tenantId,
     actorPrincipal: 'User',

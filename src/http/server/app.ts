@@ -9,6 +9,7 @@ import type { AuditService } from '../../domains/audit/audit-service.ts';
 import type { BrandingService } from '../../domains/branding/branding-service.ts';
 import type { IngestService } from '../../domains/ingest/ingest-service.ts';
 import type { InvestigationService } from '../../domains/investigations/investigation-service.ts';
+import type { LlmService } from '../../domains/llm/llm-service.ts';
 import type { AuthService } from '../../domains/sessions/session-service.ts';
 import type { TenantService } from '../../domains/tenants/tenant-service.ts';
 import type { TriageService } from '../../domains/triage/triage-service.ts';
@@ -23,6 +24,7 @@ import { limitBody, MAX_BODY_BYTES } from '../body-limit.ts';
 import type { StreamDeps } from '../event-stream.ts';
 import { requireFamily, requirePasswordCurrent } from '../guards.ts';
 import { INTERNAL_BODY_LIMITS, internalRoutes } from '../internal/routes.ts';
+import { llmRoutes } from '../mssp/llm.ts';
 import { msspRoutes } from '../mssp/routes.ts';
 import { triageRoutes } from '../mssp/triage.ts';
 import { userManagementRoutes } from '../mssp/user-management.ts';
@@ -50,6 +52,7 @@ export interface ApiServices {
   triage: TriageService;
   investigations: InvestigationService;
   branding: BrandingService;
+  llm: LlmService;
 }
 
 /** What the API needs beyond health: present in `svc serve`, absent in bare HTTP tests. */
@@ -214,6 +217,7 @@ function mountApi(
   );
   app.route('/', userManagementRoutes(services.users));
   app.route('/', triageRoutes(services.triage));
+  app.route('/', llmRoutes(services.llm));
   app.route('/', tenantRoutes({ ...services, streams: api.streams }));
   if (deps.authMode === 'internal') {
     app.route('/', auth.authenticated);

@@ -1,0 +1,27 @@
+import { composeWorkers, openCore } from '../app/compose.ts';
+import type { Config } from '../config/index.ts';
+import type { Logger } from '../log/index.ts';
+
+/**
+ * `svc worker`: only the job workers (the system chart's worker Deployment). Any number of
+ * processes may run: the queue hands each job to one of them, and a process that dies mid-job
+ * has its jobs run again by the others within seconds (docs/jobs.md).
+ */
+export async function runWorker(config: Config, logger: Logger): Promise<void> {
+  const core = await openCore(config, logger, { poolSize: config.worker.concurrency + 2 });
+  try {
+    const workers = await composeWorkers(core);
+    logger.info({ concurrency: config.worker.concurrency }, 'worker running');
+    await new Promise<void>((resolve) => {
+      const shutdown = (signal: string) => {
+        logger.info({ signal }, 'shutting down: finishing running jobs');
+        resolve();
+      };
+      process.once('SIGINT', shutdown);
+      process.once('SIGTERM', shutdown);
+    });
+    await workers.stop();
+  } finally {
+    await core.close();
+  }
+}

@@ -1,0 +1,107 @@
+import type { TenantTx } from '../../db/tenant-context.ts';
+import type { StoredIntegrations } from '../../integrations/tenant-endpoints.ts';
+import type { PipelineEvent, ReviewInsert, StoredReview } from './pipeline-types.ts';
+
+/**
+ * SQL the pipeline reads and writes under its job's tenant: the investigation's own stream,
+ * its alerts, the review queue, and the tenant's stored integrations. Every function takes a
+ * TenantTx: RLS shows the job's tenant only.
+ */
+
+/** The investigation's stream (opening and pipeline steps), in order; empty when not this tenant's. */
+export async function readInvestigationStream(
+  tx: TenantTx,
+  investigationId: string,
+): Promise<PipelineEvent[]> {
+  const { rows } = await tx.query<PipelineEvent>(
+    `SELECT stream_seq AS seq, type, payload, occurred_at AS "occurredAt"
+       FROM events WHERE stream_id = $1 AND stream_type = 'investigation'
+      ORDER BY stream_seq`,
+    [investigationId],
+  );
+  return rows;
+}
+
+/**
+ * The investigation's alert documents, newest first, at most `limit` (the prompt shows at most
+ * 40). Served by events_alert_investigation_idx (sql/0019).
+ */
+export async function readInvestigationAlerts(
+  tx: TenantTx,
+  investigationId: string,
+  limit: number,
+): Promise<unknown[]> {
+  const { rows } = await tx.query<{ alert: unknown }>(
+    `SELECT payload->'alert' AS alert FROM events
+      WHERE type = 'alert.received' AND (payload->>'investigation_id') = $1
+      ORDER BY id DESC LIMIT $2`,
+    [investigationId, limit],
+  );
+  return rows.map((r) => r.alert);
+}
+
+/** The newest stored configuration's `integrations` (where cases and analysis are reached). */
+export async function findIntegrations(
+  tx: TenantTx,
+  tenantId: string,
+): Promise<StoredIntegrations | undefined> {
+  const { rows } = await tx.query<{ integrations: StoredIntegrations | null }>(
+    `SELECT details->'config'->'integrations' AS integrations FROM tenant_lifecycle_events
+      WHERE tenant_id = $1 AND kind = 'config_revision'
+      ORDER BY config_revision DESC, id DESC LIMIT 1`,
+    [tenantId],
+  );
+  return rows[0]?.integrations ?? undefined;
+}
+
+/** One open review per investigation: a retried decide job finds the first one. */
+export async function insertReview(tx: TenantTx, review: ReviewInsert): Promise<StoredReview> {
+  const { rows } = await tx.query<StoredReview>(
+    `INSERT INTO pending_reviews (tenant_id, investigation_id, proposed_action, action_params,
+       rationale, evidence, risk, confidence, requested_by)
+     VALUES ($1, $2, $3, $4::jsonb, $5, $6::jsonb, $7, $8, $9)
+     RETURNING id, proposed_action, decision`,
+    [
+      review.tenantId,
+      review.investigationId,
+      review.proposedAction,
+      JSON.stringify(review.actionParams),
+      review.rationale,
+      JSON.stringify(review.evidence),
+      review.risk,
+      review.confidence,
+      review.requestedBy,
+    ],
+  );
+  const row = rows[0];
+  if (!row) throw new Error('review insert returned no row');
+  return row;
+}
+
+/** A review with what acting on it needs; undefined when not this tenant's. */
+export async function findReview(
+  tx: TenantTx,
+  reviewId: string,
+): Promise<
+  | (StoredReview & {
+      investigation_id: string;
+      action_params: Record<string, unknown>;
+      rationale: string;
+      decided_by: string | null;
+    })
+  | undefined
+> {
+  const { rows } = await tx.query<
+    StoredReview & {
+      investigation_id: string;
+      action_params: Record<string, unknown>;
+      rationale: string;
+      decided_by: string | null;
+    }
+  >(
+    `SELECT id, investigation_id, proposed_action, action_params, rationale, decision, decided_by
+       FROM pending_reviews WHERE id = $1`,
+    [reviewId],
+  );
+  return rows[0];
+}

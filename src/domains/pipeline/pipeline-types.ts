@@ -1,0 +1,50 @@
+import type { Severity } from '../projections/projection-types.ts';
+import type { TriageAnswer } from './prompt.ts';
+
+/** One event of an investigation's stream, as the pipeline reads it. */
+export interface PipelineEvent {
+  seq: number;
+  type: string;
+  payload: Record<string, unknown>;
+  occurredAt: Date;
+}
+
+/** What a review proposes; approving it runs the action as an `act` job. */
+export type ProposedAction = 'open_case' | 'close_investigation';
+
+export interface ReviewInsert {
+  tenantId: string;
+  investigationId: string;
+  proposedAction: ProposedAction;
+  actionParams: Record<string, unknown>;
+  rationale: string;
+  evidence: unknown[];
+  risk: 'low' | 'medium' | 'high';
+  confidence: number | null;
+  requestedBy: string;
+}
+
+export interface StoredReview {
+  id: string;
+  proposed_action: string;
+  decision: string | null;
+}
+
+/** The outcome of the triage step, as `triage.completed` records it. */
+export interface TriageResult {
+  by: 'policy' | 'model';
+  verdict: TriageAnswer['verdict'];
+  severity: Severity;
+  confidence: number;
+  rationale: string;
+  recommended_action: TriageAnswer['recommended_action'];
+}
+
+/** The pipeline's job types (spec §5.2 job_type), each one step of one investigation. */
+export const PIPELINE_JOBS = ['triage', 'enrich', 'decide', 'act'] as const;
+export type PipelineJob = (typeof PIPELINE_JOBS)[number];
+
+/** A review cannot be acted on: not approved, or not this tenant's. */
+export class ReviewNotActionableError extends Error {
+  override name = 'ReviewNotActionableError';
+}

@@ -1,0 +1,121 @@
+import type { Static } from 'typebox';
+import {
+  DEFAULT_TRIAGE_POLICY,
+  type RedactionPattern,
+  type TriagePolicy,
+} from '../../../contracts/triage-policy.ts';
+
+/**
+ * The deterministic first step of the pipeline (issue 13): what a tenant's triage policy
+ * decides about an investigation before any model is asked. docs/pipeline.md "Triage policy".
+ */
+
+/** A tenant's policy with every key present: the stored one over DEFAULT_TRIAGE_POLICY. */
+export interface ResolvedPolicy {
+  auto_close_below_level: number;
+  always_escalate_rule_groups: string[];
+  never_send_fields: string[];
+  redaction: {
+    emails: boolean;
+    ips: boolean;
+    usernames: boolean;
+    hostnames: boolean;
+    custom: Static<typeof RedactionPattern>[];
+  };
+  analyzers: string[];
+  min_confidence: number;
+  daily_budget: { tokens: number | null; cost_usd: number | null };
+}
+
+/** What applyPolicy reads of an alert; the ingest contract's WazuhAlert satisfies it. */
+export interface PolicyAlert {
+  rule: { level: number; groups?: readonly string[] | undefined };
+}
+
+export type PolicyOutcome =
+  /** Closed as benign without a model. */
+  | { kind: 'auto_close'; reason: string; maxLevel: number }
+  /** A human decides (escalation proposed); the model is not asked. */
+  | { kind: 'escalate'; reason: string; groups: string[] }
+  /** The policy does not decide: the model triages. */
+  | { kind: 'model' };
+
+/**
+ * Absent keys take the default, key by key inside `redaction` and `daily_budget` too, so a
+ * tenant that only set `redaction.ips` keeps the default email and username redaction. Arrays
+ * are copied: the result never aliases the stored policy or the defaults.
+ */
+export function resolvePolicy(stored: TriagePolicy | undefined): ResolvedPolicy {
+  const d = DEFAULT_TRIAGE_POLICY;
+  const s = stored ?? {};
+  const r = s.redaction ?? {};
+  return {
+    auto_close_below_level: s.auto_close_below_level ?? d.auto_close_below_level,
+    always_escalate_rule_groups: [
+      ...(s.always_escalate_rule_groups ?? d.always_escalate_rule_groups),
+    ],
+    never_send_fields: [...(s.never_send_fields ?? d.never_send_fields)],
+    redaction: {
+      emails: r.emails ?? d.redaction.emails,
+      ips: r.ips ?? d.redaction.ips,
+      usernames: r.usernames ?? d.redaction.usernames,
+      hostnames: r.hostnames ?? d.redaction.hostnames,
+      custom: (r.custom ?? d.redaction.custom).map((p) => ({ name: p.name, pattern: p.pattern })),
+    },
+    analyzers: [...(s.analyzers ?? d.analyzers)],
+    min_confidence: s.min_confidence ?? d.min_confidence,
+    daily_budget: {
+      tokens: s.daily_budget?.tokens ?? d.daily_budget.tokens,
+      cost_usd: s.daily_budget?.cost_usd ?? d.daily_budget.cost_usd,
+    },
+  };
+}
+
+/**
+ * The policy's decision for one investigation's alerts, first rule that applies:
+ *
+ * 1. No alerts → escalate. Ingest never opens an investigation without one, so this is an
+ *    anomaly: closing it would hide it, and a model asked about nothing answers nothing.
+ * 2. Any alert in an always-escalate rule group → escalate, whatever the level: the tenant
+ *    said a human decides these, so neither auto-close nor the model gets a say. Groups match
+ *    case-insensitively (Wazuh's own are lower-case; a policy typed `SQL_Injection` still
+ *    means them); the outcome names the groups as the alerts spell them.
+ * 3. The highest rule.level below auto_close_below_level → auto_close (verdict benign). The
+ *    highest, not the first: one loud alert in a quiet group keeps the group open.
+ * 4. Otherwise → model.
+ */
+export function applyPolicy(policy: ResolvedPolicy, alerts: readonly PolicyAlert[]): PolicyOutcome {
+  if (alerts.length === 0) {
+    return { kind: 'escalate', reason: 'the investigation has no alerts to triage', groups: [] };
+  }
+  const groups = escalatingGroups(policy.always_escalate_rule_groups, alerts);
+  if (groups.length > 0) {
+    return {
+      kind: 'escalate',
+      reason: `alerts in always-escalate rule group${groups.length > 1 ? 's' : ''} ${groups.join(', ')}`,
+      groups,
+    };
+  }
+  const maxLevel = alerts.reduce((max, a) => Math.max(max, a.rule.level), 0);
+  if (maxLevel < policy.auto_close_below_level) {
+    return {
+      kind: 'auto_close',
+      reason: `highest rule level ${maxLevel} is below the auto-close level ${policy.auto_close_below_level}`,
+      maxLevel,
+    };
+  }
+  return { kind: 'model' };
+}
+
+/** The alerts' groups that the policy escalates, each once, in order of first appearance. */
+function escalatingGroups(wanted: readonly string[], alerts: readonly PolicyAlert[]): string[] {
+  if (wanted.length === 0) return [];
+  const lower = new Set(wanted.map((g) => g.toLowerCase()));
+  const hits = new Set<string>();
+  for (const alert of alerts) {
+    for (const group of alert.rule.groups ?? []) {
+      if (lower.has(group.toLowerCase())) hits.add(group);
+    }
+  }
+  return [...hits];
+}

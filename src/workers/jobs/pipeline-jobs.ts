@@ -1,0 +1,31 @@
+import { isUuid } from '../../../contracts/uuid.ts';
+import type { PipelineService, StepRun } from '../../domains/pipeline/pipeline-service.ts';
+import { type JobHandler, JobInputError, type JobRun } from '../runtime.ts';
+
+/**
+ * The pipeline's jobs (spec §5.2 job_type triage, enrich, decide, and act for an approved
+ * review): each reads its id from the job's input and runs one step of the pipeline service
+ * for the job's tenant. An input without its id is refused (JobInputError), not retried.
+ */
+function idOf(run: JobRun, key: string): string {
+  const id = run.input[key];
+  if (!isUuid(id)) throw new JobInputError(`${run.jobType} job input needs ${key} (uuid)`);
+  return id.toLowerCase();
+}
+
+function step(run: JobRun): StepRun {
+  return {
+    tenantId: run.tenantId,
+    actorId: run.actorId,
+    lastAttempt: run.attempt >= run.maxAttempts,
+  };
+}
+
+export function pipelineJobs(pipeline: PipelineService): Record<string, JobHandler> {
+  return {
+    triage: (run) => pipeline.triage(step(run), idOf(run, 'investigation_id')),
+    enrich: (run) => pipeline.enrich(step(run), idOf(run, 'investigation_id')),
+    decide: (run) => pipeline.decide(step(run), idOf(run, 'investigation_id')),
+    act: (run) => pipeline.act(step(run), idOf(run, 'review_id')),
+  };
+}

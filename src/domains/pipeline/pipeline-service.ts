@@ -369,7 +369,7 @@ export function createPipelineService(deps: PipelineServiceDeps) {
         const stream = await readInvestigationStream(tx, review.investigation_id);
         const done = stream.some(
           (e) =>
-            (e.type === 'case.opened' || e.type === 'investigation.closed') &&
+            ['case.opened', 'investigation.closed', 'action.failed'].includes(e.type) &&
             e.payload.review_id === reviewId,
         );
         if (done) return undefined;
@@ -394,24 +394,28 @@ export function createPipelineService(deps: PipelineServiceDeps) {
         });
         return;
       }
-      const cases = await deps.components.cases(run.tenantId);
-      const triaged = last(stream, 'triage.completed')?.payload;
-      const severity = isSeverity(triaged?.severity)
-        ? triaged.severity
-        : (opened?.severity ?? 'medium');
-      const created = await cases.createCase({
-        title: opened?.title ?? 'Investigation',
-        description: caseDescription(review.rationale, triaged, investigationId),
-        severity: CASE_SEVERITY[severity],
-        tags: ['svc', `svc-investigation:${investigationId}`],
-        externalRef: investigationId,
-      });
-      const iocs = (last(stream, 'enrichment.completed')?.payload.iocs ?? []) as Ioc[];
-      const observables = publicIocs(iocs).map((ioc) => ({
-        dataType: CORTEX_TYPE[ioc.type] as ObservableType,
-        data: ioc.value,
-      }));
-      if (observables.length > 0) await cases.addObservables(created.id, observables);
+      let created: { id: string; number: number };
+      try {
+        created = await openCase(deps.components, run.tenantId, review, stream, opened);
+      } catch (error) {
+        // A case component that refuses (credentials, input) will refuse every retry; one that
+        // is down is retried by the queue, and on the last attempt the failure is recorded.
+        if (!(error instanceof IntegrationError) || (error.retryable && !run.lastAttempt))
+          throw error;
+        await db.withTenant(run.tenantId, async (tx) => {
+          await append(tx, run, investigationId, 'action.failed', {
+            review_id: reviewId,
+            action: 'open_case',
+            kind: error.kind,
+            reason: error.message.slice(0, 500),
+          });
+          await audit(tx, run, 'case.open_failed', investigationId, {
+            review_id: reviewId,
+            kind: error.kind,
+          });
+        });
+        return;
+      }
       await db.withTenant(run.tenantId, async (tx) => {
         await append(tx, run, investigationId, 'case.opened', {
           review_id: reviewId,
@@ -543,6 +547,36 @@ function decideFrom(stream: PipelineEvent[], opened: Opened, policy: ResolvedPol
   if (harmless && triaged.recommended_action !== 'escalate')
     return review('close_investigation', String(triaged.verdict), rationale);
   return review('open_case', String(triaged.verdict ?? 'inconclusive'), rationale);
+}
+
+/** Opens the case (or finds the one a crashed run opened) and adds the public indicators. */
+async function openCase(
+  components: TenantComponents,
+  tenantId: string,
+  review: { rationale: string; investigation_id: string },
+  stream: PipelineEvent[],
+  opened: Opened | undefined,
+): Promise<{ id: string; number: number }> {
+  const investigationId = review.investigation_id;
+  const cases = await components.cases(tenantId);
+  const triaged = last(stream, 'triage.completed')?.payload;
+  const severity = isSeverity(triaged?.severity)
+    ? triaged.severity
+    : (opened?.severity ?? 'medium');
+  const created = await cases.createCase({
+    title: opened?.title ?? 'Investigation',
+    description: caseDescription(review.rationale, triaged, investigationId),
+    severity: CASE_SEVERITY[severity],
+    tags: ['svc', `svc-investigation:${investigationId}`],
+    externalRef: investigationId,
+  });
+  const iocs = (last(stream, 'enrichment.completed')?.payload.iocs ?? []) as Ioc[];
+  const observables = publicIocs(iocs).map((ioc) => ({
+    dataType: CORTEX_TYPE[ioc.type] as ObservableType,
+    data: ioc.value,
+  }));
+  if (observables.length > 0) await cases.addObservables(created.id, observables);
+  return created;
 }
 
 function caseDescription(

@@ -71,3 +71,51 @@ export const DEFAULT_TRIAGE_POLICY = {
   min_confidence: 0.7,
   daily_budget: { tokens: null, cost_usd: null },
 } as const satisfies TriagePolicy;
+
+/** A tenant's policy with every key present: the stored one over DEFAULT_TRIAGE_POLICY. */
+export interface ResolvedTriagePolicy {
+  auto_close_below_level: number;
+  always_escalate_rule_groups: string[];
+  never_send_fields: string[];
+  redaction: {
+    emails: boolean;
+    ips: boolean;
+    usernames: boolean;
+    hostnames: boolean;
+    custom: Static<typeof RedactionPattern>[];
+  };
+  analyzers: string[];
+  min_confidence: number;
+  daily_budget: { tokens: number | null; cost_usd: number | null };
+}
+
+/**
+ * Absent keys take the default, key by key inside `redaction` and `daily_budget` too, so a
+ * tenant that only set `redaction.ips` keeps the default email and username redaction. Arrays
+ * are copied: the result never aliases the stored policy or the defaults.
+ */
+export function resolveTriagePolicy(stored: TriagePolicy | null | undefined): ResolvedTriagePolicy {
+  const d = DEFAULT_TRIAGE_POLICY;
+  const s = stored ?? {};
+  const r = s.redaction ?? {};
+  return {
+    auto_close_below_level: s.auto_close_below_level ?? d.auto_close_below_level,
+    always_escalate_rule_groups: [
+      ...(s.always_escalate_rule_groups ?? d.always_escalate_rule_groups),
+    ],
+    never_send_fields: [...(s.never_send_fields ?? d.never_send_fields)],
+    redaction: {
+      emails: r.emails ?? d.redaction.emails,
+      ips: r.ips ?? d.redaction.ips,
+      usernames: r.usernames ?? d.redaction.usernames,
+      hostnames: r.hostnames ?? d.redaction.hostnames,
+      custom: (r.custom ?? d.redaction.custom).map((p) => ({ name: p.name, pattern: p.pattern })),
+    },
+    analyzers: [...(s.analyzers ?? d.analyzers)],
+    min_confidence: s.min_confidence ?? d.min_confidence,
+    daily_budget: {
+      tokens: s.daily_budget?.tokens ?? d.daily_budget.tokens,
+      cost_usd: s.daily_budget?.cost_usd ?? d.daily_budget.cost_usd,
+    },
+  };
+}

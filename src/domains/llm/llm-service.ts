@@ -2,7 +2,7 @@
 // answers from the tenant's cache, holds the call to the tenant's daily budget, and records
 // what the call used. It also keeps the MSSP's triage policy per tenant (docs/llm.md).
 import { createHash } from 'node:crypto';
-import { DEFAULT_TRIAGE_POLICY, type TriagePolicy } from '../../../contracts/triage-policy.ts';
+import { resolveTriagePolicy, type TriagePolicy } from '../../../contracts/triage-policy.ts';
 import type { AppDatabase } from '../../db/pools.ts';
 import type { TenantTx } from '../../db/tenant-context.ts';
 import { outsideUnit } from '../../db/unit-of-work.ts';
@@ -39,7 +39,6 @@ import {
   type PolicyActor,
   type PolicyView,
   type Reservation,
-  type ResolvedTriagePolicy,
   type StoredLlmConfig,
   type UsageDay,
 } from './llm-types.ts';
@@ -96,7 +95,7 @@ export function createLlmService(deps: LlmServiceDeps) {
         await countCacheHit(tx, tenantId, day);
         return { kind: 'cached' as const, cached };
       }
-      const limit = resolvePolicy((await findPolicy(tx, tenantId))?.policy).daily_budget;
+      const limit = resolveTriagePolicy((await findPolicy(tx, tenantId))?.policy).daily_budget;
       const reservation = { day, tokens: ask.maxTokens + estimateInputTokens(ask) };
       if (!(await reserveTokens(tx, tenantId, reservation, limit))) {
         return { kind: 'refused' as const, used: await countRefusal(tx, tenantId, day), limit };
@@ -225,7 +224,7 @@ export function createLlmService(deps: LlmServiceDeps) {
           Math.min(Math.max(days, 1), MAX_USAGE_DAYS),
         );
         const stored = (await findPolicy(tx, tenantId))?.policy;
-        return { days: rows, daily_budget: resolvePolicy(stored).daily_budget };
+        return { days: rows, daily_budget: resolveTriagePolicy(stored).daily_budget };
       });
     },
 
@@ -362,7 +361,7 @@ function createKeyCache(deps: Pick<LlmServiceDeps, 'secrets' | 'now' | 'keyTtlMs
 
 function viewOf(stored: { policy: TriagePolicy; updated_at: Date } | null): PolicyView {
   return {
-    policy: resolvePolicy(stored?.policy),
+    policy: resolveTriagePolicy(stored?.policy),
     stored: stored?.policy ?? null,
     updated_at: stored?.updated_at ?? null,
   };
@@ -383,32 +382,6 @@ function refuseInapplicable(lines: string[]): void {
       return { path: path ? `/${path}` : '', message: at < 0 ? line : line.slice(at + 2) };
     }),
   );
-}
-
-const given = <T>(value: T | undefined, fallback: T): T => (value === undefined ? fallback : value);
-
-/** The stored policy over DEFAULT_TRIAGE_POLICY, key by key (nested objects too). */
-export function resolvePolicy(stored: TriagePolicy | undefined): ResolvedTriagePolicy {
-  const d = DEFAULT_TRIAGE_POLICY;
-  const p = stored ?? {};
-  return {
-    auto_close_below_level: given(p.auto_close_below_level, d.auto_close_below_level),
-    always_escalate_rule_groups: [...given(p.always_escalate_rule_groups, [])],
-    never_send_fields: [...given(p.never_send_fields, [])],
-    redaction: {
-      emails: given(p.redaction?.emails, d.redaction.emails),
-      ips: given(p.redaction?.ips, d.redaction.ips),
-      usernames: given(p.redaction?.usernames, d.redaction.usernames),
-      hostnames: given(p.redaction?.hostnames, d.redaction.hostnames),
-      custom: given(p.redaction?.custom, []).map(({ name, pattern }) => ({ name, pattern })),
-    },
-    analyzers: [...given(p.analyzers, [])],
-    min_confidence: given(p.min_confidence, d.min_confidence),
-    daily_budget: {
-      tokens: given(p.daily_budget?.tokens, d.daily_budget.tokens),
-      cost_usd: given(p.daily_budget?.cost_usd, d.daily_budget.cost_usd),
-    },
-  };
 }
 
 async function requireTenant(tx: TenantTx, tenantId: string): Promise<void> {

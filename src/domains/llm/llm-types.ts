@@ -1,5 +1,5 @@
 import type * as s from 'zapatos/schema';
-import type { TriagePolicy } from '../../../contracts/triage-policy.ts';
+import type { ResolvedTriagePolicy, TriagePolicy } from '../../../contracts/triage-policy.ts';
 
 /** Provider, endpoint and model a tenant's calls go to: its stored config over the defaults. */
 export interface LlmSettings {
@@ -71,17 +71,7 @@ export interface Reservation {
   tokens: number;
 }
 
-/** Every key present: the stored policy over DEFAULT_TRIAGE_POLICY. */
-export type ResolvedTriagePolicy = {
-  [K in Exclude<keyof TriagePolicy, 'redaction' | 'daily_budget'>]-?: NonNullable<TriagePolicy[K]>;
-} & {
-  redaction: {
-    [K in keyof NonNullable<TriagePolicy['redaction']>]-?: NonNullable<
-      NonNullable<TriagePolicy['redaction']>[K]
-    >;
-  };
-  daily_budget: DailyBudget;
-};
+export type { ResolvedTriagePolicy } from '../../../contracts/triage-policy.ts';
 
 export interface PolicyView {
   policy: ResolvedTriagePolicy;

@@ -1,8 +1,6 @@
-import type { Static } from 'typebox';
 import {
-  DEFAULT_TRIAGE_POLICY,
-  type RedactionPattern,
-  type TriagePolicy,
+  type ResolvedTriagePolicy,
+  resolveTriagePolicy,
 } from '../../../contracts/triage-policy.ts';
 
 /**
@@ -10,22 +8,9 @@ import {
  * decides about an investigation before any model is asked. docs/pipeline.md "Triage policy".
  */
 
-/** A tenant's policy with every key present: the stored one over DEFAULT_TRIAGE_POLICY. */
-export interface ResolvedPolicy {
-  auto_close_below_level: number;
-  always_escalate_rule_groups: string[];
-  never_send_fields: string[];
-  redaction: {
-    emails: boolean;
-    ips: boolean;
-    usernames: boolean;
-    hostnames: boolean;
-    custom: Static<typeof RedactionPattern>[];
-  };
-  analyzers: string[];
-  min_confidence: number;
-  daily_budget: { tokens: number | null; cost_usd: number | null };
-}
+/** The resolved policy lives with its schema (contracts/triage-policy.ts). */
+export type ResolvedPolicy = ResolvedTriagePolicy;
+export { resolveTriagePolicy as resolvePolicy };
 
 /** What applyPolicy reads of an alert; the ingest contract's WazuhAlert satisfies it. */
 export interface PolicyAlert {
@@ -39,37 +24,6 @@ export type PolicyOutcome =
   | { kind: 'escalate'; reason: string; groups: string[] }
   /** The policy does not decide: the model triages. */
   | { kind: 'model' };
-
-/**
- * Absent keys take the default, key by key inside `redaction` and `daily_budget` too, so a
- * tenant that only set `redaction.ips` keeps the default email and username redaction. Arrays
- * are copied: the result never aliases the stored policy or the defaults.
- */
-export function resolvePolicy(stored: TriagePolicy | undefined): ResolvedPolicy {
-  const d = DEFAULT_TRIAGE_POLICY;
-  const s = stored ?? {};
-  const r = s.redaction ?? {};
-  return {
-    auto_close_below_level: s.auto_close_below_level ?? d.auto_close_below_level,
-    always_escalate_rule_groups: [
-      ...(s.always_escalate_rule_groups ?? d.always_escalate_rule_groups),
-    ],
-    never_send_fields: [...(s.never_send_fields ?? d.never_send_fields)],
-    redaction: {
-      emails: r.emails ?? d.redaction.emails,
-      ips: r.ips ?? d.redaction.ips,
-      usernames: r.usernames ?? d.redaction.usernames,
-      hostnames: r.hostnames ?? d.redaction.hostnames,
-      custom: (r.custom ?? d.redaction.custom).map((p) => ({ name: p.name, pattern: p.pattern })),
-    },
-    analyzers: [...(s.analyzers ?? d.analyzers)],
-    min_confidence: s.min_confidence ?? d.min_confidence,
-    daily_budget: {
-      tokens: s.daily_budget?.tokens ?? d.daily_budget.tokens,
-      cost_usd: s.daily_budget?.cost_usd ?? d.daily_budget.cost_usd,
-    },
-  };
-}
 
 /**
  * The policy's decision for one investigation's alerts, first rule that applies:

@@ -527,6 +527,22 @@ const Decision = Type.Object(
   { additionalProperties: false },
 );
 
+/** A rejection may say what the analyst judged the investigation to be (the read model's verdict). */
+const Rejection = Type.Object(
+  {
+    note: Type.String({ minLength: 1, maxLength: 2000 }),
+    verdict: Type.Optional(
+      Type.Union([
+        Type.Literal('true_positive'),
+        Type.Literal('false_positive'),
+        Type.Literal('benign'),
+        Type.Literal('inconclusive'),
+      ]),
+    ),
+  },
+  { additionalProperties: false },
+);
+
 export const msspTriageContract = {
   tenantIncidents: msspRoute('own_tenant', {
     method: 'GET',
@@ -576,10 +592,11 @@ export const msspTriageContract = {
   rejectReview: msspRoute('own_tenant', {
     method: 'POST',
     path: '/api/mssp/tenants/{tenant_id}/reviews/{review_id}:reject',
-    summary: 'Reject a proposed action (audited as investigation.reject)',
+    summary:
+      'Reject a proposed action (audited as investigation.reject); a rejected case proposal closes the investigation with the given verdict (default false_positive), a rejected closure reopens it',
     access: 'platform_admin, mssp_admin, analyst',
     params: ReviewParams,
-    body: Decision,
+    body: Rejection,
     responses: {
       200: Type.Object({ review: PendingReview }, { additionalProperties: false }),
       404: Problem,

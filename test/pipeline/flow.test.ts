@@ -203,15 +203,16 @@ test('issue 13: a rejected escalation closes the investigation as the analyst ju
   });
   const rejected = await rig.admin.mssp.rejectReview({
     params: { tenant_id: tenantId, review_id: review.id },
-    body: { note: 'known pentest' },
+    body: { note: 'known pentest', verdict: 'benign' },
   });
   assert.equal(rejected.status, 200);
-  await until('the read model closed', async () => {
+  const closed = await until('the read model closed', async () => {
     const { rows } = await rig.db.pools.mssp.query<{ status: string; verdict: string | null }>(
       'SELECT status, verdict FROM investigations WHERE tenant_id = $1 AND id = $2',
       [tenantId, review.investigation_id],
     );
     return rows[0]?.status === 'closed' ? rows[0] : undefined;
   });
+  assert.equal(closed.verdict, 'benign', "the analyst's verdict is the read model's");
   assert.ok(!(await streamTypes(rig.db, tenantId)).includes('case.opened'));
 });

@@ -11,6 +11,7 @@ import { findTenant } from '../tenants/tenant-repository.ts';
 import { TenantNotFoundError } from '../tenants/tenant-types.ts';
 import { decideOpenReview, findReviewDecision, listOpenReviews } from './triage-repository.ts';
 import {
+  type AnalystVerdict,
   type Decider,
   type IncidentSummary,
   type Review,
@@ -58,6 +59,7 @@ export function createTriageService(deps: {
       decision: ReviewDecision,
       decider: Decider,
       note: string,
+      verdict?: AnalystVerdict,
     ): Promise<Review> {
       const at = deps.now();
       return deps.db.withTenant(tenantId, async (tx) => {
@@ -69,7 +71,7 @@ export function createTriageService(deps: {
           note,
         });
         if (!review) throw await whyClosed(tx, reviewId);
-        await recordDecision(tx, { tenantId, review, decision, decider, note });
+        await recordDecision(tx, { tenantId, review, decision, decider, note, verdict });
         return review;
       });
     },
@@ -85,13 +87,14 @@ export type TriageService = ReturnType<typeof createTriageService>;
 const ACT_ATTEMPTS = 8;
 
 /**
- * What a rejection means for the investigation: an escalation rejected closes it as a false
- * positive; a closure rejected sends it back to the analysts (open).
+ * What a rejection means for the investigation: a rejected case proposal closes it with the
+ * analyst's verdict (false_positive unless they said otherwise); a rejected closure sends it
+ * back to the analysts (open), with their verdict when they gave one.
  */
-function rejection(review: Review): Record<string, unknown> {
+function rejection(review: Review, verdict: AnalystVerdict | undefined): Record<string, unknown> {
   return review.proposed_action === 'close_investigation'
-    ? { reopen: true }
-    : { verdict: 'false_positive', reopen: false };
+    ? { reopen: true, ...(verdict ? { verdict } : {}) }
+    : { verdict: verdict ?? 'false_positive', reopen: false };
 }
 
 /** The MSSP list shows fewer columns than the customer's; the query is the one they share. */
@@ -136,11 +139,12 @@ interface DecisionRecord {
   decision: ReviewDecision;
   decider: Decider;
   note: string;
+  verdict: AnalystVerdict | undefined;
 }
 
 async function recordDecision(
   tx: TenantTx,
-  { tenantId, review, decision, decider, note }: DecisionRecord,
+  { tenantId, review, decision, decider, note, verdict }: DecisionRecord,
 ): Promise<void> {
   // On the investigation's stream, after the pipeline's steps: the read model follows it.
   await appendToStream(tx, {
@@ -152,7 +156,7 @@ async function recordDecision(
       review_id: review.id,
       investigation_id: review.investigation_id,
       action: review.proposed_action,
-      ...(decision === 'rejected' ? rejection(review) : {}),
+      ...(decision === 'rejected' ? rejection(review, verdict) : {}),
     },
     actor: `user:${decider.userId}`,
   });
@@ -176,7 +180,7 @@ async function recordDecision(
     resourceType: 'pending_review',
     resourceId: review.id,
     before: { decision: null },
-    after: { decision, note },
+    after: { decision, note, ...(verdict ? { verdict } : {}) },
     actingAs: decider.actingAs,
   });
 }

@@ -38,6 +38,9 @@ export type IncidentSummary = Pick<
 
 export type ReviewDecision = 'approved' | 'rejected';
 
+/** What an analyst may judge an investigation to be when rejecting a proposal. */
+export type AnalystVerdict = 'true_positive' | 'false_positive' | 'benign' | 'inconclusive';
+
 /** The MSSP user deciding, and the tenant an impersonation token acts for (null: none). */
 export interface Decider {
   userId: string;

@@ -4,6 +4,7 @@ import { MSSP_ROLES } from '../../auth/identity.ts';
 import { TenantNotFoundError } from '../../domains/tenants/tenant-types.ts';
 import type { TriageService } from '../../domains/triage/triage-service.ts';
 import {
+  type AnalystVerdict,
   type Review,
   ReviewClosedError,
   type ReviewDecision,
@@ -75,12 +76,13 @@ export function triageRoutes(triage: TriageService): Hono {
     params: { tenant_id: string; review_id: string },
     note: string,
     decision: ReviewDecision,
+    verdict?: AnalystVerdict,
   ) => {
     const identity = c.get('identity');
     const tenantId = tenantOfRequest(c, params.tenant_id);
     const decider = { userId: identity.user_id, actingAs: identity.current_tenant };
     const review = await problems(
-      triage.decide(tenantId, params.review_id, decision, decider, note),
+      triage.decide(tenantId, params.review_id, decision, decider, note, verdict),
     );
     return { status: 200 as const, body: { review: reviewJson(review) } };
   };
@@ -89,7 +91,7 @@ export function triageRoutes(triage: TriageService): Hono {
     decide(c, params, body.note, 'approved'),
   );
   implement(app, contract.rejectReview, [anyMssp])((c, { params, body }) =>
-    decide(c, params, body.note, 'rejected'),
+    decide(c, params, body.note, 'rejected', body.verdict),
   );
   return app;
 }

@@ -54,6 +54,18 @@ export async function findIntegrations(
   return rows[0]?.integrations ?? undefined;
 }
 
+/**
+ * Whether the projector has folded the investigation's row yet: a review's foreign key points
+ * at it (composite with tenant_id, the cross-tenant guard), so decide waits for it.
+ */
+export async function investigationProjected(
+  tx: TenantTx,
+  investigationId: string,
+): Promise<boolean> {
+  const { rows } = await tx.query('SELECT 1 FROM investigations WHERE id = $1', [investigationId]);
+  return rows.length > 0;
+}
+
 /** One open review per investigation: a retried decide job finds the first one. */
 export async function insertReview(tx: TenantTx, review: ReviewInsert): Promise<StoredReview> {
   const { rows } = await tx.query<StoredReview>(

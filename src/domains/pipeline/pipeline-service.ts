@@ -18,10 +18,16 @@ import { extractIocs, type Ioc, publicIocs } from './iocs.ts';
 import {
   findReview,
   insertReview,
+  investigationProjected,
   readInvestigationAlerts,
   readInvestigationStream,
 } from './pipeline-repository.ts';
-import type { PipelineEvent, ProposedAction, TriageResult } from './pipeline-types.ts';
+import {
+  type PipelineEvent,
+  ProjectionLagError,
+  type ProposedAction,
+  type TriageResult,
+} from './pipeline-types.ts';
 import { applyPolicy, type PolicyAlert, type ResolvedPolicy, resolvePolicy } from './policy.ts';
 import { buildTriagePrompt, parseTriageAnswer, TRIAGE_ANSWER_JSON_SCHEMA } from './prompt.ts';
 import { InvalidRedactionPatternError, redact } from './redaction.ts';
@@ -335,6 +341,8 @@ export function createPipelineService(deps: PipelineServiceDeps) {
           });
           return;
         }
+        if (!(await investigationProjected(tx, investigationId)))
+          throw new ProjectionLagError(investigationId);
         const review = await insertReview(tx, {
           tenantId: run.tenantId,
           investigationId,

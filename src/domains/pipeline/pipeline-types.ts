@@ -48,3 +48,14 @@ export type PipelineJob = (typeof PIPELINE_JOBS)[number];
 export class ReviewNotActionableError extends Error {
   override name = 'ReviewNotActionableError';
 }
+
+/**
+ * The investigation's read-model row is not folded yet (the projector runs a moment behind the
+ * events); the job fails this attempt and the queue runs it again.
+ */
+export class ProjectionLagError extends Error {
+  override name = 'ProjectionLagError';
+  constructor(readonly investigationId: string) {
+    super(`investigation ${investigationId} is not projected yet`);
+  }
+}

@@ -226,6 +226,33 @@ test('issue 13 review.requested awaits review; case.opened resolves it with reso
   );
 });
 
+test('issue 13 action.failed gives an approved-but-failed investigation back to the analysts (open) with the reason', async () => {
+  const t = await createTenant(db.pools.app);
+  const inv = await open(t);
+  const review = randomUUID();
+  await pipeline(
+    t,
+    inv,
+    'review.requested',
+    { review_id: review, proposed_action: 'open_case', rationale: 'confirmed' },
+    minutes(1),
+  );
+  await pipeline(t, inv, 'review.approved', { review_id: review, action: 'open_case' }, minutes(2));
+  await pipeline(
+    t,
+    inv,
+    'action.failed',
+    { review_id: review, action: 'open_case', kind: 'auth', reason: 'TheHive answered 401' },
+    minutes(3),
+  );
+  await catchUp(t);
+  const row = await workflow(t, inv);
+  assert.deepEqual(
+    [row.status, row.summary],
+    ['open', 'Approved action failed: TheHive answered 401'],
+  );
+});
+
 test('issue 13 investigation.closed closes with its verdict and closed_at = the event time', async () => {
   const t = await createTenant(db.pools.app);
   const inv = await open(t);

@@ -66,7 +66,16 @@ export async function investigationProjected(
   return rows.length > 0;
 }
 
-/** One open review per investigation: a retried decide job finds the first one. */
+/**
+ * Serializes the pipeline's writes on one investigation until the transaction ends: a step's
+ * "already done?" check and its append then see each other even when the queue runs two jobs
+ * of one key at once (a job re-enqueued while its namesake runs).
+ */
+export async function lockInvestigation(tx: TenantTx, investigationId: string): Promise<void> {
+  await tx.query('SELECT pg_advisory_xact_lock(727021, hashtext($1))', [investigationId]);
+}
+
+/** A new review; the decide step writes at most one per investigation (its stream check, under lockInvestigation). */
 export async function insertReview(tx: TenantTx, review: ReviewInsert): Promise<StoredReview> {
   const { rows } = await tx.query<StoredReview>(
     `INSERT INTO pending_reviews (tenant_id, investigation_id, proposed_action, action_params,

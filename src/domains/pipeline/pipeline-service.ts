@@ -19,6 +19,7 @@ import {
   findReview,
   insertReview,
   investigationProjected,
+  lockInvestigation,
   readInvestigationAlerts,
   readInvestigationStream,
 } from './pipeline-repository.ts';
@@ -252,6 +253,7 @@ export function createPipelineService(deps: PipelineServiceDeps) {
         }
       }
       await db.withTenant(run.tenantId, async (tx) => {
+        await lockInvestigation(tx, investigationId);
         const stream = await readInvestigationStream(tx, investigationId);
         if (!has(stream, 'triage.completed') && !has(stream, 'triage.failed')) {
           if (outcome.result)
@@ -297,6 +299,7 @@ export function createPipelineService(deps: PipelineServiceDeps) {
         else runs.push(...(await analyze(client, state.analyzers, candidates)));
       }
       await db.withTenant(run.tenantId, async (tx) => {
+        await lockInvestigation(tx, investigationId);
         const stream = await readInvestigationStream(tx, investigationId);
         if (!has(stream, 'enrichment.completed')) {
           for (const result of runs) {
@@ -320,6 +323,7 @@ export function createPipelineService(deps: PipelineServiceDeps) {
     /** Step 3: close on a confident benign answer; everything else goes to a human. */
     async decide(run: StepRun, investigationId: string): Promise<void> {
       await db.withTenant(run.tenantId, async (tx) => {
+        await lockInvestigation(tx, investigationId);
         const stream = await readInvestigationStream(tx, investigationId);
         const opened = openedOf(stream);
         if (!opened || has(stream, 'decision.made')) return;
@@ -389,6 +393,7 @@ export function createPipelineService(deps: PipelineServiceDeps) {
       if (review.proposed_action === 'close_investigation') {
         const verdict = String(review.action_params.verdict ?? 'false_positive');
         await db.withTenant(run.tenantId, async (tx) => {
+          await lockInvestigation(tx, investigationId);
           await append(tx, run, investigationId, 'investigation.closed', {
             verdict,
             reason: 'closure approved by an analyst',
@@ -411,6 +416,7 @@ export function createPipelineService(deps: PipelineServiceDeps) {
         if (!(error instanceof IntegrationError) || (error.retryable && !run.lastAttempt))
           throw error;
         await db.withTenant(run.tenantId, async (tx) => {
+          await lockInvestigation(tx, investigationId);
           await append(tx, run, investigationId, 'action.failed', {
             review_id: reviewId,
             action: 'open_case',
@@ -425,6 +431,7 @@ export function createPipelineService(deps: PipelineServiceDeps) {
         return;
       }
       await db.withTenant(run.tenantId, async (tx) => {
+        await lockInvestigation(tx, investigationId);
         await append(tx, run, investigationId, 'case.opened', {
           review_id: reviewId,
           case_id: created.id,

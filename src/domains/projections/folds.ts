@@ -75,6 +75,7 @@ const WORKFLOW_EVENTS: ReadonlySet<string> = new Set([
   'review.rejected',
   'investigation.closed',
   'case.opened',
+  'action.failed',
 ]);
 const VERDICT_EVENTS: ReadonlySet<string> = new Set([
   'triage.completed',
@@ -180,6 +181,9 @@ function statusMove(type: string, payload: Record_, at: string): Move | undefine
       return closing(at);
     case 'case.opened':
       return (from) => (isFinal(from) ? undefined : { status: 'resolved', resolved_at: at });
+    case 'action.failed':
+      // The approved action did not happen: the investigation is the analysts' again.
+      return (from) => (isFinal(from) ? undefined : { status: 'open' });
     case 'review.rejected':
       // A reopened investigation is open again, so it carries no closing or resolution time.
       return payload.reopen === true
@@ -193,10 +197,16 @@ function statusMove(type: string, payload: Record_, at: string): Move | undefine
 function summaryOf(type: string, payload: Record_): string | undefined {
   if (type === 'triage.completed')
     return text(payload.rationale, Number.POSITIVE_INFINITY)?.slice(0, SUMMARY_MAX);
-  if (type !== 'triage.failed') return undefined;
+  const failed =
+    type === 'triage.failed'
+      ? 'Triage failed'
+      : type === 'action.failed'
+        ? 'Approved action failed'
+        : undefined;
+  if (failed === undefined) return undefined;
   // A failure is worth showing even when its reason cannot be read.
   const reason = text(payload.reason, Number.POSITIVE_INFINITY);
-  const summary = reason === undefined ? 'Triage failed' : `Triage failed: ${reason}`;
+  const summary = reason === undefined ? failed : `${failed}: ${reason}`;
   return summary.slice(0, SUMMARY_MAX);
 }
 

@@ -81,10 +81,10 @@ export function createTriageService(deps: {
 export type TriageService = ReturnType<typeof createTriageService>;
 
 /**
- * Acting on a review retries with the queue's exponential backoff: 8 attempts span about an
- * hour and a half, long enough to outlast a restart of the tenant's case component.
+ * Acting on a review retries with the queue's exponential backoff (e^n seconds): 10 attempts
+ * span about three and a half hours, long enough to outlast a restart of the case component.
  */
-const ACT_ATTEMPTS = 8;
+const ACT_ATTEMPTS = 10;
 
 /**
  * What a rejection means for the investigation: a rejected case proposal closes it with the

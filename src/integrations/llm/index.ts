@@ -1,6 +1,6 @@
 import { createAnthropicProvider } from './anthropic.ts';
 import { createOpenAiCompatibleProvider } from './openai-compatible.ts';
-import type { LlmProvider, ProviderSettings } from './provider.ts';
+import { LlmError, type LlmProvider, type ProviderSettings } from './provider.ts';
 
 export * from './provider.ts';
 
@@ -19,7 +19,9 @@ export const KNOWN_PROVIDERS = Object.keys(PROTOCOLS) as ReadonlyArray<keyof typ
 export function createProvider(settings: ProviderSettings): LlmProvider {
   const name = settings.provider;
   if (!Object.hasOwn(PROTOCOLS, name)) {
-    throw new Error(
+    // A configuration error, not a passing failure: the pipeline records it instead of retrying.
+    throw new LlmError(
+      'client',
       `unknown LLM provider "${name}"; known providers: ${KNOWN_PROVIDERS.join(', ')}`,
     );
   }

@@ -146,6 +146,9 @@ test('§2.9 API and orchestrator run svc serve with probes; the orchestrator loo
   }
   assert.equal(env(api).SVC_ORCHESTRATOR, 'off');
   assert.equal(env(orchestrator).SVC_ORCHESTRATOR, 'on');
+  // The worker Deployment (enabled by default) runs the jobs; the serve pods do not.
+  assert.equal(env(api).SVC_WORKER, 'off');
+  assert.equal(env(orchestrator).SVC_WORKER, 'off');
   const postgres = container(objects, 'StatefulSet', 'svc-postgres');
   assert.deepEqual(postgres.readinessProbe?.exec?.command?.slice(0, 1), ['pg_isready']);
   assert.ok(postgres.livenessProbe);
@@ -180,7 +183,7 @@ test('issue 13 the worker Deployment runs svc worker with the API’s image, env
   });
   // The API's environment, without the orchestrator switch, plus the concurrency.
   const apiEnv = container(objects, 'Deployment', 'svc-api').env ?? [];
-  const expected = apiEnv.filter((e) => e.name !== 'SVC_ORCHESTRATOR');
+  const expected = apiEnv.filter((e) => e.name !== 'SVC_ORCHESTRATOR' && e.name !== 'SVC_WORKER');
   assert.deepEqual(
     [...(worker.env ?? [])].sort((a, b) => a.name.localeCompare(b.name)),
     [...expected, { name: 'SVC_WORKER_CONCURRENCY', value: '4' }].sort((a, b) =>
@@ -216,6 +219,8 @@ test('issue 13 the worker Deployment runs svc worker with the API’s image, env
     'neither Deployment nor NetworkPolicy',
   );
   assert.ok(disabled.some((o) => o.kind === 'Deployment' && o.metadata?.name === 'svc-api'));
+  // Without the worker Deployment, the serve pods run the jobs.
+  assert.equal(env(container(disabled, 'Deployment', 'svc-api')).SVC_WORKER, 'on');
   // The schema bounds concurrency.
   await assert.rejects(render({ worker: { concurrency: 0 } }), /concurrency/);
 });

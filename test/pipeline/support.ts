@@ -35,10 +35,20 @@ export interface PipelineRig {
   thehive: TheHiveStandIn;
   cortex: CortexStandIn;
   admin: SvcClient;
+  /** The install namespace and the LLM stand-in's CA file, for a worker in its own process. */
+  namespace: string;
+  caFile: string;
   close(): Promise<void>;
 }
 
-export async function startPipelineRig(): Promise<PipelineRig> {
+export interface PipelineRigOptions {
+  /** More svc settings (e.g. a short SVC_LLM_TIMEOUT), over the rig's own. */
+  env?: Record<string, string>;
+  /** Run the job workers in the API's process (default); false leaves them to `svc worker`s. */
+  workers?: boolean;
+}
+
+export async function startPipelineRig(options: PipelineRigOptions = {}): Promise<PipelineRig> {
   const cluster = getTestCluster();
   const namespace = await createTestNamespace(cluster, 'install');
   const dir = await mkdtemp(path.join(tmpdir(), 'svc-pipeline-'));
@@ -72,13 +82,18 @@ export async function startPipelineRig(): Promise<PipelineRig> {
       SVC_OUTBOUND_ALLOW_CIDRS: '127.0.0.0/8',
       SVC_OUTBOUND_CA_FILE: caFile,
       SVC_TRIAGE_DELAY: '0s',
+      ...options.env,
     },
     projector: true,
-    workers: {
-      concurrency: 4,
-      pollIntervalMs: 200,
-      pipeline: { kubeConfig: cluster.kubeConfig },
-    },
+    ...((options.workers ?? true)
+      ? {
+          workers: {
+            concurrency: 4,
+            pollIntervalMs: 200,
+            pipeline: { kubeConfig: cluster.kubeConfig },
+          },
+        }
+      : {}),
   });
   const admin = await signedInAs({ db, api }, 'mssp_admin');
   return {
@@ -88,6 +103,8 @@ export async function startPipelineRig(): Promise<PipelineRig> {
     thehive,
     cortex,
     admin,
+    namespace,
+    caFile,
     async close() {
       await api.close();
       await Promise.all([llm.close(), thehive.close(), cortex.close()]);
@@ -105,6 +122,7 @@ export async function startPipelineRig(): Promise<PipelineRig> {
 export async function pipelineTenant(
   rig: PipelineRig,
   policy: TriagePolicy = { analyzers: [ANALYZER] },
+  options: { thehiveCredential?: string } = {},
 ): Promise<{ tenantId: string; token: string }> {
   const slug = `p-${randomUUID().slice(0, 8)}`;
   const res = await rig.admin.mssp.createTenant({
@@ -123,7 +141,7 @@ export async function pipelineTenant(
             kind: 'thehive',
             name: 'main',
             endpoint_url: rig.thehive.url,
-            credential: rig.thehive.apiKey,
+            credential: options.thehiveCredential ?? rig.thehive.apiKey,
           },
           {
             kind: 'cortex',

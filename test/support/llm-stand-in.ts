@@ -18,6 +18,8 @@ export interface LlmStandInRequest {
   protocol: LlmProtocol;
   headers: http.IncomingHttpHeaders;
   body: Record<string, unknown>;
+  /** When the request arrived (Date.now()), to measure waits between attempts. */
+  receivedAt: number;
 }
 
 /**
@@ -221,7 +223,7 @@ export async function startLlmStandIn(options: LlmStandInOptions = {}): Promise<
         body: JSON.stringify(errorBody(protocol, 400, 'The request body is not valid JSON.')),
       };
     }
-    const request = { protocol, headers: req.headers, body };
+    const request = { protocol, headers: req.headers, body, receivedAt: Date.now() };
     requests.push(request);
     const fault = faults.shift();
     const refused = refusal(protocol, req, body, options.apiKey);
@@ -231,6 +233,7 @@ export async function startLlmStandIn(options: LlmStandInOptions = {}): Promise<
     };
     // Real servers refuse a bad key or request at once, before any generation time.
     if (refusedAnswer && fault === undefined) return refusedAnswer;
+    const received = performance.now();
     return generate(async () => {
       await pause((options.latencyMs ?? 0) + (fault?.delayMs ?? 0));
       if (fault?.status !== undefined || fault?.body !== undefined) {
@@ -246,7 +249,13 @@ export async function startLlmStandIn(options: LlmStandInOptions = {}): Promise<
       }
       if (refusedAnswer) return refusedAnswer;
       const text = await respond(request);
-      return { status: 200, body: JSON.stringify(answerBody(protocol, body, text)) };
+      // As OpenAI does: the server's own time on the request, waiting for a slot included.
+      const processing = String(Math.round(performance.now() - received));
+      return {
+        status: 200,
+        ...(protocol === 'openai' ? { headers: { 'openai-processing-ms': processing } } : {}),
+        body: JSON.stringify(answerBody(protocol, body, text)),
+      };
     });
   }
 

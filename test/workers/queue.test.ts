@@ -214,3 +214,43 @@ test('§5.7.5 checkJobPayload: the job type must be the task it was queued as', 
   assert.equal(checkJobPayload(payload, 'triage').ok, false);
   assert.equal(checkJobPayload(null, 'probe').ok, false);
 });
+
+test('§5.7.5 a worker query without tenant context sees zero rows, also on a connection that had a tenant', async () => {
+  const tables = ['investigations', 'pending_reviews', 'llm_cache', 'events'];
+  for (const t of [tenantA, tenantB]) {
+    await db.app.withTenant(t, async (tx) => {
+      for (const table of tables.slice(1)) await TENANT_ROW_FIXTURES[table]?.(tx, t);
+    });
+  }
+  const countAll = async (tx: { query: typeof db.pools.app.query }) => {
+    const counts: number[] = [];
+    for (const table of tables) {
+      const { rows } = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${table}`);
+      counts.push(rows[0]?.n ?? -1);
+    }
+    return counts;
+  };
+  const stored = await countAll(db.pools.mssp);
+  assert.ok(
+    stored.every((n) => n >= 2),
+    `rows of both tenants exist: ${stored.join(', ')}`,
+  );
+  const whoAmI =
+    "SELECT pg_backend_pid() AS pid, current_setting('app.current_tenant_id', true) AS setting";
+  const scoped = await db.app.withTenant(tenantA, async (tx) => ({
+    ...(await tx.query<{ pid: number }>(whoAmI)).rows[0],
+    seen: await countAll(tx),
+  }));
+  assert.ok(
+    scoped.seen.every((n) => n >= 1),
+    `tenant A sees its rows: ${scoped.seen.join(', ')}`,
+  );
+  // The pool hands the last released connection out again: the one that just had tenant A.
+  const blind = await db.app.withoutTenant(async (tx) => ({
+    ...(await tx.query<{ pid: number; setting: string | null }>(whoAmI)).rows[0],
+    seen: await countAll(tx),
+  }));
+  assert.deepEqual(blind.seen, [0, 0, 0, 0]);
+  assert.equal(blind.pid, scoped.pid, 'the same pooled connection');
+  assert.equal(blind.setting, '', 'the setting a finished tenant transaction leaves behind');
+});

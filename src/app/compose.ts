@@ -45,7 +45,9 @@ import { createAuthService } from '../domains/sessions/session-service.ts';
 import { createTenantService } from '../domains/tenants/tenant-service.ts';
 import { createTriageService } from '../domains/triage/triage-service.ts';
 import { createUserService } from '../domains/users/user-service.ts';
+import { createHostPolicy } from '../http/hosts.ts';
 import { type ApiServices, createApp } from '../http/server/app.ts';
+import { WEB_DIST_DIR } from '../http/web/spa.ts';
 import type { Logger } from '../log/index.ts';
 import { type OutboundPolicy, type SafeFetchInit, safeFetch } from '../net/outbound-url.ts';
 import { BUNDLED_CHARTS_DIR, loadChartCatalog } from '../orchestrator/catalog.ts';
@@ -144,6 +146,10 @@ export interface ApiInput {
   heartbeatMs?: number;
   /** The embedded database answers loopback origins when no hostname is configured. */
   embedded?: boolean;
+  /** `<slug>.localhost` names a portal; default: on the embedded database without hostnames. */
+  localSubdomains?: boolean;
+  /** The built consoles; default web/dist of this checkout. */
+  webRoot?: string;
 }
 
 export interface Api {
@@ -210,14 +216,19 @@ export async function composeApi(core: Core, input: ApiInput = {}): Promise<Api>
     onError: (error, context) => logger.warn({ err: error, context }, 'event hub recovered'),
   });
   const watch = createCredentialWatch({ db, now: core.now });
+  const localDefault =
+    (input.embedded ?? false) && !config.auth.msspHostname && !config.auth.customerHostname;
   const origins =
     input.origins ??
     createOriginPolicy({
       msspHostname: config.auth.msspHostname,
       customerHostname: config.auth.customerHostname,
-      allowLoopback:
-        (input.embedded ?? false) && !config.auth.msspHostname && !config.auth.customerHostname,
+      allowLoopback: localDefault,
     });
+  const hosts = createHostPolicy({
+    customerHostname: config.auth.customerHostname,
+    localSubdomains: input.localSubdomains ?? localDefault,
+  });
   const services = composeServices(core, input);
   const app = createApp({
     authMode: config.authMode,
@@ -231,9 +242,11 @@ export async function composeApi(core: Core, input: ApiInput = {}): Promise<Api>
       streams: { events, watch },
       unitOfWork: db.unitOfWork,
       edgePortBase: input.tenancy?.edgePortBase ?? config.orchestrator.edgePortBase,
+      hosts,
       services,
       now: core.now,
     },
+    web: { root: input.webRoot ?? WEB_DIST_DIR, hosts },
   });
   return {
     app,
@@ -422,7 +435,7 @@ export interface WorkersInput {
   /** Start taking jobs (false: the caller starts them); default true. */
   run?: boolean;
   concurrency?: number;
-  /** Tests shorten the reaper. */
+  /** Default SVC_WORKER_REAP_EVERY / SVC_WORKER_REAP_GRACE (config.worker); tests shorten them. */
   reapEveryMs?: number;
   reapGraceMs?: number;
   pollIntervalMs?: number;
@@ -455,8 +468,8 @@ export async function composeWorkers(core: Core, input: WorkersInput = {}): Prom
     liveness,
     logger,
     concurrency,
-    ...(input.reapEveryMs !== undefined ? { reapEveryMs: input.reapEveryMs } : {}),
-    ...(input.reapGraceMs !== undefined ? { reapGraceMs: input.reapGraceMs } : {}),
+    reapEveryMs: input.reapEveryMs ?? config.worker.reapEveryMs,
+    reapGraceMs: input.reapGraceMs ?? config.worker.reapGraceMs,
     ...(input.pollIntervalMs !== undefined ? { pollIntervalMs: input.pollIntervalMs } : {}),
   });
   try {

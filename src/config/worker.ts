@@ -20,6 +20,10 @@ export interface WorkerConfig {
   llmTimeoutMs: number;
   /** USD per million tokens, by model; models not listed cost 0 (docs/llm.md). */
   llmPrices: Record<string, { input_per_mtok: number; output_per_mtok: number }>;
+  /** How often a worker process looks for jobs of dead workers (docs/jobs.md). */
+  reapEveryMs: number;
+  /** A job locked less than this long is never taken from its worker, dead or alive. */
+  reapGraceMs: number;
 }
 
 export const WORKER_SETTINGS = {
@@ -33,6 +37,8 @@ export const WORKER_SETTINGS = {
   },
   SVC_TRIAGE_DELAY: { schema: duration, expected: durationExpected },
   SVC_LLM_TIMEOUT: { schema: duration, expected: durationExpected },
+  SVC_WORKER_REAP_EVERY: { schema: duration, expected: durationExpected },
+  SVC_WORKER_REAP_GRACE: { schema: duration, expected: durationExpected },
   SVC_LLM_PRICES: {
     schema: Type.String({ minLength: 2, maxLength: 65536 }),
     expected: 'a JSON object {"<model>": {"input_per_mtok": <usd>, "output_per_mtok": <usd>}, ...}',
@@ -75,5 +81,9 @@ export function readWorker(env: Env): WorkerConfig {
     triageDelayMs: durationMs(read(env, 'SVC_TRIAGE_DELAY') ?? '10s'),
     llmTimeoutMs: Math.max(1_000, durationMs(read(env, 'SVC_LLM_TIMEOUT') ?? '60s')),
     llmPrices: prices(read(env, 'SVC_LLM_PRICES')),
+    reapEveryMs: Math.max(1_000, durationMs(read(env, 'SVC_WORKER_REAP_EVERY') ?? '5s')),
+    // A new worker takes its liveness lock just after it starts (src/db/job-queue-liveness.ts):
+    // under a second of grace could take a job from a live worker whose lock is not there yet.
+    reapGraceMs: Math.max(1_000, durationMs(read(env, 'SVC_WORKER_REAP_GRACE') ?? '10s')),
   };
 }

@@ -6,13 +6,14 @@ const LIVENESS_LOCK = 727_020;
 
 /**
  * A job taken by a worker that died (SIGKILL, lost node) stays locked for four hours in
- * graphile-worker. svc shortens that to seconds: every worker of a process holds a session
- * advisory lock named after its worker id on one connection, which PostgreSQL releases the
- * moment the process's connection drops. `reap` finds jobs whose locker's lock is free (its
- * process is gone) and unlocks them, so another worker runs them again (docs/jobs.md).
+ * graphile-worker. svc shortens that to seconds: every worker pool of a process holds a session
+ * advisory lock named after the pool's id (the `locked_by` of its jobs) on one connection, which
+ * PostgreSQL releases the moment the process's connection drops. `reap` finds jobs whose locker's
+ * lock is free (its process is gone) and unlocks them, so another worker runs them again
+ * (docs/jobs.md).
  */
 export interface WorkerLiveness {
-  /** Marks a worker of this process alive until close(). */
+  /** Marks a worker pool of this process alive until close(); `workerId` is its locked_by. */
   claim(workerId: string): Promise<void>;
   /** Unlocks the jobs of dead workers locked at least `graceMs` ago; returns those workers. */
   reap(graceMs: number): Promise<string[]>;

@@ -1,4 +1,5 @@
-import type { Runner, Task } from 'graphile-worker';
+import { EventEmitter } from 'node:events';
+import type { Runner, Task, WorkerEvents } from 'graphile-worker';
 import type pg from 'pg';
 import type { JobRefusal } from '../domains/jobs/job-types.ts';
 import type { Logger } from '../log/index.ts';
@@ -157,6 +158,15 @@ export function createWorkerRuntime(deps: WorkerRuntimeDeps): WorkerRuntime {
         else if (level === 'warning') logger.warn({ queue: true }, message);
         else logger.debug({ queue: true }, message);
       });
+      // graphile-worker locks jobs with its worker pool's id, not a worker's: that id is what a
+      // dead process leaves in locked_by, so it is what the liveness lock holds. The pool is
+      // created inside run(), hence a listener given to run() rather than one on its result.
+      const events: WorkerEvents = new EventEmitter();
+      events.on('pool:create', ({ workerPool }) => {
+        deps.liveness.claim(workerPool.id).catch((error: unknown) => {
+          logger.error({ err: error }, 'worker liveness lock failed');
+        });
+      });
       runner = await run({
         pgPool: deps.pool,
         concurrency: deps.concurrency,
@@ -164,11 +174,7 @@ export function createWorkerRuntime(deps: WorkerRuntimeDeps): WorkerRuntime {
         noHandleSignals: true,
         pollInterval: deps.pollIntervalMs ?? 2000,
         logger: queueLogger,
-      });
-      runner.events.on('worker:create', ({ worker }) => {
-        deps.liveness.claim(worker.workerId).catch((error: unknown) => {
-          logger.error({ err: error }, 'worker liveness lock failed');
-        });
+        events,
       });
       const reap = () => {
         deps.liveness

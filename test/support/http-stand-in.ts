@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /**
  * What the TheHive and Cortex stand-ins share: a node:http server on 127.0.0.1 with a random
@@ -29,6 +30,11 @@ export interface StandInServer {
   requests: RecordedRequest[];
   /** The next `count` requests (after recording) get `fault` instead of their answer. */
   failNext(count: number, fault: Fault): void;
+  /**
+   * From now on each request takes effect at once and its answer is sent `ms` later, as from a
+   * slow server: a client that dies in between never hears of what it did. 0 turns it off.
+   */
+  setLatency(ms: number): void;
   close(): Promise<void>;
 }
 
@@ -55,6 +61,7 @@ function readBody(req: http.IncomingMessage): Promise<string> {
 }
 
 function send(res: http.ServerResponse, reply: Reply): void {
+  if (res.destroyed) return;
   const text = reply.body === undefined ? '' : JSON.stringify(reply.body);
   res.writeHead(reply.status, {
     ...(text === '' ? {} : { 'content-type': 'application/json' }),
@@ -66,6 +73,7 @@ function send(res: http.ServerResponse, reply: Reply): void {
 export async function startStandInServer(routes: StandInRoutes): Promise<StandInServer> {
   const requests: RecordedRequest[] = [];
   let faults: { count: number; fault: Fault } = { count: 0, fault: 'hang' };
+  let latencyMs = 0;
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
     const text = await readBody(req);
@@ -93,7 +101,9 @@ export async function startStandInServer(routes: StandInRoutes): Promise<StandIn
       send(res, routes.unauthorized);
       return;
     }
-    send(res, await routes.route(recorded, new URL(recorded.path, 'http://stand-in')));
+    const reply = await routes.route(recorded, new URL(recorded.path, 'http://stand-in'));
+    if (latencyMs > 0) await sleep(latencyMs, undefined, { ref: false });
+    send(res, reply);
   }
 
   const server = http.createServer((req, res) => {
@@ -108,6 +118,9 @@ export async function startStandInServer(routes: StandInRoutes): Promise<StandIn
     requests,
     failNext(count, fault) {
       faults = { count, fault };
+    },
+    setLatency(ms) {
+      latencyMs = ms;
     },
     close() {
       server.closeAllConnections();

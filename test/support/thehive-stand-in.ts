@@ -65,6 +65,8 @@ export interface TheHiveStandIn {
   login: { user: string; password: string };
   requests: RecordedRequest[];
   failNext(count: number, fault: Fault): void;
+  /** Cases are created at once, their answers held back (http-stand-in.ts). */
+  setLatency(ms: number): void;
   cases(): StandInCase[];
   observables(caseId: string): StandInObservable[];
   close(): Promise<void>;

@@ -15,6 +15,7 @@ export async function installJobQueueSchema(admin: pg.ClientConfig): Promise<voi
   const quiet = new Logger(() => () => undefined);
   const pool = new pg.Pool({ ...admin, max: 1 });
   pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
   try {
     await runMigrations({ pgPool: pool, schema: JOB_QUEUE_SCHEMA, logger: quiet });
     await pool.query(`

@@ -2,6 +2,7 @@ import { authContract } from './auth.ts';
 import { type ClientOptions, createFamilyClient, createTransport } from './client.ts';
 import { internalContract } from './internal.ts';
 import { msspContract } from './mssp.ts';
+import { publicContract } from './public.ts';
 import { tenantContract } from './tenant.ts';
 
 export { authContract, ChangePasswordBody, Identity, LoginBody, Role } from './auth.ts';
@@ -15,6 +16,7 @@ export {
 } from './client.ts';
 export { internalContract } from './internal.ts';
 export { msspContract } from './mssp.ts';
+export { PublicBranding, publicContract } from './public.ts';
 export * from './route.ts';
 export { tenantContract } from './tenant.ts';
 
@@ -24,6 +26,7 @@ export const contract = {
   mssp: msspContract,
   tenant: tenantContract,
   internal: internalContract,
+  public: publicContract,
 } as const;
 
 /** The typed SDK: `const svc = createSvcClient({ baseUrl }); await svc.auth.login({ body })`. */
@@ -34,6 +37,7 @@ export function createSvcClient(options: ClientOptions) {
     mssp: createFamilyClient(contract.mssp, transport),
     tenant: createFamilyClient(contract.tenant, transport),
     internal: createFamilyClient(contract.internal, transport),
+    public: createFamilyClient(contract.public, transport),
   };
 }
 

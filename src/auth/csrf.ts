@@ -8,7 +8,9 @@ export interface OriginPolicy {
   describe(): string[];
 }
 
-const LOOPBACK = /^http:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?$/;
+// `<slug>.localhost` too: the local portal of a tenant (browsers resolve it to loopback).
+const LOOPBACK =
+  /^http:\/\/(([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)?localhost|127\.0\.0\.1|\[::1\])(:\d{1,5})?$/;
 const LABEL = '[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?';
 
 function escapeRegExp(text: string): string {
@@ -36,7 +38,7 @@ export function createOriginPolicy(options: {
       ...exact,
       ...(options.customerHostname ? [`https://${options.customerHostname}`] : []),
       ...(options.allowLoopback
-        ? ['http://localhost:*', 'http://127.0.0.1:*', 'http://[::1]:*']
+        ? ['http://localhost:*', 'http://*.localhost:*', 'http://127.0.0.1:*', 'http://[::1]:*']
         : []),
     ],
   };

@@ -12,6 +12,7 @@ const TAGS: Record<string, string> = {
   mssp: 'MSSP side: platform_admin, mssp_admin, analyst (spec §4.2)',
   tenant: 'Tenant side: customer_viewer, read-only (spec §4.3)',
   internal: 'Service to service: adapter and worker tokens (spec §4.4)',
+  public: 'Before sign-in: the branding of the portal the host names (spec §5.9 item 1)',
 };
 
 function parameters(r: Route): Json[] {

@@ -79,6 +79,22 @@ test('DESIGN layout: contracts/ import only contracts/ and libraries', async () 
   assert.deepEqual(violations(edges), []);
 });
 
+test('DESIGN layout: web/ imports only web/, contracts/ and libraries, and its pages no Node built-ins', async () => {
+  const web = await sources('web');
+  assert.ok(web.some((f) => f.file === 'web/shared/api.ts'));
+  const edges: [string, string][] = web.flatMap((f) =>
+    f.imports
+      .filter((i) => !under(i, 'web') && !under(i, 'contracts'))
+      .map((i): [string, string] => [f.file, i]),
+  );
+  // web/vite.config.ts and web/budget.ts run in Node at build time; the apps run in a browser.
+  const browser = web.filter((f) => f.file.split('/').length > 2);
+  for (const f of browser) {
+    if (/from\s*['"]node:/.test(f.text)) edges.push([f.file, 'node:*']);
+  }
+  assert.deepEqual(violations(edges), []);
+});
+
 /** Strongly connected components of the folder graph with more than one folder (Tarjan). */
 function folderCycles(files: SourceFile[]): string[][] {
   const graph = new Map<string, Set<string>>();

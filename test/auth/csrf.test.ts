@@ -46,6 +46,8 @@ test('§5.6 loopback origins only in the local default', () => {
   assert.ok(local.allows('http://localhost:8080'));
   assert.ok(local.allows('http://127.0.0.1:5173'));
   assert.ok(!local.allows('http://localhost.evil.test'));
+  assert.ok(local.allows('http://acme.localhost:8080'), 'a local tenant portal');
+  assert.ok(!local.allows('http://a.b.localhost:8080'));
   assert.ok(!policy.allows('http://127.0.0.1:8080'));
 });
 

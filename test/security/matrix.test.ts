@@ -129,7 +129,7 @@ const SERVICE_ONLY = {
   ...IMPERSONATION_UNAUTHENTICATED,
 } as const;
 
-const { auth: A, mssp: M, tenant: T, internal: I } = contract;
+const { auth: A, mssp: M, tenant: T, internal: I, public: P } = contract;
 const MISSING = '00000000-0000-4000-8000-000000000000';
 const MSSP_ANY = { platform_admin: 'ok', mssp_admin: 'ok', analyst: 'ok' } as const;
 const MSSP_OPERATORS = { platform_admin: 'ok', mssp_admin: 'ok', analyst: 403 } as const;
@@ -141,6 +141,13 @@ const MATRIX: Record<string, Row> = {
     path: () => '/api/auth/login',
     body: () => ({ email: 'nobody@mssp.test', password: 'not the password' }),
     expect: Object.fromEntries(PRINCIPALS.map((p) => [p, 401])) as Record<Principal, Expect>,
+  },
+  // Before sign-in: every caller, credentials or none, gets the host's branding.
+  'GET /api/public/branding': {
+    route: P.branding,
+    method: 'GET',
+    path: () => '/api/public/branding',
+    expect: Object.fromEntries(PRINCIPALS.map((p) => [p, 'ok'])) as Record<Principal, Expect>,
   },
   'GET /api/auth/me': {
     route: A.me,

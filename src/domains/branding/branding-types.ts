@@ -1,8 +1,11 @@
 import type { Static } from 'typebox';
 import type * as s from 'zapatos/schema';
+import type { PublicBranding } from '../../../contracts/public.ts';
 import type { Branding } from '../../../contracts/tenant.ts';
 
 export type BrandingBody = Static<typeof Branding>;
+
+export type PublicBrandingBody = Static<typeof PublicBranding>;
 
 export type BrandingRow = Pick<
   s.branding_configs.Selectable,

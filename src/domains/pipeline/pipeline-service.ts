@@ -377,7 +377,7 @@ export function createPipelineService(deps: PipelineServiceDeps) {
     async act(run: StepRun, reviewId: string): Promise<void> {
       const state = await db.withTenant(run.tenantId, async (tx) => {
         const review = await findReview(tx, reviewId);
-        if (!review || review.decision !== 'approved') return undefined;
+        if (review?.decision !== 'approved') return undefined;
         const stream = await readInvestigationStream(tx, review.investigation_id);
         const done = stream.some(
           (e) =>

@@ -23,6 +23,7 @@ import { authenticate } from '../authenticate.ts';
 import { limitBody, MAX_BODY_BYTES } from '../body-limit.ts';
 import type { StreamDeps } from '../event-stream.ts';
 import { requireFamily, requirePasswordCurrent } from '../guards.ts';
+import type { HostPolicy } from '../hosts.ts';
 import { INTERNAL_BODY_LIMITS, internalRoutes } from '../internal/routes.ts';
 import { llmRoutes } from '../mssp/llm.ts';
 import { msspRoutes } from '../mssp/routes.ts';
@@ -31,9 +32,11 @@ import { userManagementRoutes } from '../mssp/user-management.ts';
 import { msspUserRoutes } from '../mssp/users.ts';
 import { openApiDocument, referencePage } from '../openapi.ts';
 import { ProblemError, problem } from '../problem.ts';
+import { publicRoutes } from '../public/routes.ts';
 import { peerAddress, requestId, trustedProxies } from '../request-id.ts';
 import { authenticateService } from '../service-auth.ts';
 import { tenantRoutes } from '../tenant/routes.ts';
+import { type WebDeps, webRoutes } from '../web/spa.ts';
 
 declare module 'hono' {
   interface ContextVariableMap {
@@ -66,6 +69,8 @@ export interface ApiDeps {
   unitOfWork: <T>(fn: () => Promise<T>) => Promise<T>;
   /** The install's first edge port: tenants answer with their ports, not the pair index. */
   edgePortBase: number;
+  /** Which tenant's portal a host names (the public branding lookup). */
+  hosts: HostPolicy;
   services: ApiServices;
   now: () => Date;
 }
@@ -77,6 +82,8 @@ export interface AppDeps {
   /** True when the database answers as svc_app. */
   databaseReady: () => Promise<boolean>;
   api?: ApiDeps;
+  /** The built consoles, served for every other GET; absent in bare HTTP tests. */
+  web?: WebDeps;
 }
 
 const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
@@ -104,6 +111,7 @@ export function createApp(deps: AppDeps): Hono {
   });
   mountPublic(app, deps);
   if (deps.api) mountApi(app, deps, deps.api, proxies);
+  if (deps.web) app.route('/', webRoutes(deps.web));
   methods = allowedMethods(app, contract);
   app.notFound((c) => problem(c, 404, 'not_found', 'Not Found'));
   app.onError(answerError(deps.logger));
@@ -183,6 +191,7 @@ function mountApi(
   const internal = internalRoutes(services.adapter, services.ingest);
   // The adapter's bootstrap exchange authenticates with its own credential, not a token.
   app.route('/', internal.public);
+  app.route('/', publicRoutes({ branding: services.branding, hosts: api.hosts }));
   if (deps.authMode === 'internal') app.route('/', auth.public);
   else {
     for (const path of INTERNAL_AUTH_PATHS) {

@@ -253,21 +253,39 @@ export async function pingListener(client: pg.Client): Promise<void> {
 
 /**
  * Appends at the stream's next position, whatever it is: for writers that only need their
- * event after the ones already there (the pipeline's steps on an investigation's stream). A
- * concurrent writer taking the position first costs a re-read, not an error (at most 5).
+ * event after the ones already there (the pipeline's steps on an investigation's stream). One
+ * statement reads the position and writes; a concurrent writer taking the position first
+ * makes it a no-op (ON CONFLICT), and it is tried again (at most 5 times).
  */
 export async function appendToStream(
   tx: TenantTx,
   input: Omit<AppendEventInput, 'streamSeq'>,
 ): Promise<StoredEvent> {
   for (let tries = 0; ; tries++) {
-    try {
-      return await appendEvent(tx, {
-        ...input,
-        streamSeq: (await currentSeq(tx, input.streamId)) + 1,
-      });
-    } catch (error) {
-      if (!(error instanceof StreamConflictError) || tries >= 4) throw error;
-    }
+    const { rows } = await tx.query<EventRow>(
+      prepared(
+        'events.append-next',
+        `INSERT INTO events
+           (tenant_id, stream_type, stream_id, stream_seq, type, payload, actor, occurred_at)
+         SELECT $1, $2, $3::uuid, coalesce(max(stream_seq), 0) + 1, $4, $5::jsonb, $6,
+                coalesce($7::timestamptz, now())
+           FROM events WHERE stream_id = $3::uuid
+         ON CONFLICT (tenant_id, stream_id, stream_seq) DO NOTHING
+         RETURNING ${COLUMNS}`,
+        [
+          input.tenantId,
+          input.streamType,
+          input.streamId,
+          input.type,
+          JSON.stringify(input.payload ?? {}),
+          input.actor ?? null,
+          input.occurredAt ?? null,
+        ],
+      ),
+    );
+    const row = rows[0];
+    if (row) return toEvent(row);
+    if (tries >= 4)
+      throw new StreamConflictError(input.streamId, 0, await currentSeq(tx, input.streamId));
   }
 }

@@ -18,10 +18,14 @@ export type SystemTx = Transaction & { readonly [scope]: 'system' };
 /** Either svc_app scope: for rows that belong to a tenant or to the install (users, sessions). */
 export type AppTx = TenantTx | InstallTx;
 
-/** One transaction on the pool, rolled back when fn throws. */
+/**
+ * One transaction on the pool, rolled back when fn throws. `begin` opens it: BEGIN, or BEGIN
+ * with the statements that set the transaction up, in one round trip (a simple query).
+ */
 export async function inTransaction<T>(
   pool: pg.Pool,
   fn: (tx: Transaction) => Promise<T>,
+  begin = 'BEGIN',
 ): Promise<T> {
   const client = await pool.connect();
   // pg-pool listens for errors only on idle clients; a connection that dies while checked
@@ -33,7 +37,7 @@ export async function inTransaction<T>(
   };
   client.on('error', onError);
   try {
-    await client.query('BEGIN');
+    await client.query(begin);
     const result = await fn(client);
     await client.query('COMMIT');
     return result;
@@ -62,8 +66,11 @@ export async function withTenant<T>(
   fn: (tx: TenantTx) => Promise<T>,
 ): Promise<T> {
   assertTenantId(tenantId);
-  return inTransaction(pool, async (tx) => {
-    await tx.query(`SELECT set_config('app.current_tenant_id', $1, true)`, [tenantId]);
-    return fn(tx as TenantTx);
-  });
+  // The id is a checked uuid, so it may travel as a literal: BEGIN and the context then cost
+  // one round trip, not two (every worker and projector transaction opens this way).
+  return inTransaction(
+    pool,
+    (tx) => fn(tx as TenantTx),
+    `BEGIN; SELECT set_config('app.current_tenant_id', '${tenantId}', true)`,
+  );
 }

@@ -1,27 +1,39 @@
 import { useQuery } from '@tanstack/react-query';
+import { Link } from 'react-router-dom';
 import { ok, svc } from '../shared/api.ts';
 import { OWN_TENANT_EVENTS, useTenantEvents } from '../shared/events.ts';
 import { QueryView } from '../shared/states.tsx';
+import { OVERVIEW_KEY, REPORTS_KEY, reportsQuery } from './queries.ts';
+import { ReportCharts } from './ReportCharts.tsx';
+import { SEVERITIES, SEVERITY_LABELS, STATUS_LABELS } from './terms.ts';
 
-const OVERVIEW = ['tenant', 'overview'] as const;
-const SEVERITIES = ['critical', 'high', 'medium', 'low', 'info'] as const;
+/** The window of the landing page's charts; the Reports page offers others. */
+const CHART_DAYS = 30;
+const OPEN_STATUSES = ['open', 'triaging', 'awaiting_review'] as const;
 
-function Stat({ label, value }: { label: string; value: number }) {
+function Stat({ label, value, to }: { label: string; value: number; to?: string }) {
   return (
     <li className="stat">
       <span className="stat-value">{value}</span>
-      <span className="stat-label">{label}</span>
+      {to ? (
+        <Link className="stat-label" to={to}>
+          {label}
+        </Link>
+      ) : (
+        <span className="stat-label">{label}</span>
+      )}
     </li>
   );
 }
 
-/** The portal's landing page: the tenant's numbers, kept current by its event stream. */
+/**
+ * The portal's landing page: the tenant's numbers and the charts of its projections, kept
+ * current by its event stream. The numbers lead to the incidents they count.
+ */
 export function OverviewPage() {
-  const overview = useQuery({
-    queryKey: OVERVIEW,
-    queryFn: () => ok(svc.tenant.overview()),
-  });
-  useTenantEvents(OWN_TENANT_EVENTS, [OVERVIEW]);
+  const overview = useQuery({ queryKey: OVERVIEW_KEY, queryFn: () => ok(svc.tenant.overview()) });
+  const reports = useQuery(reportsQuery(CHART_DAYS));
+  useTenantEvents(OWN_TENANT_EVENTS, [OVERVIEW_KEY, REPORTS_KEY]);
   return (
     <section>
       <h1>Overview</h1>
@@ -38,13 +50,35 @@ export function OverviewPage() {
             <h2>Open investigations by severity</h2>
             <ul className="stats" aria-label="Open investigations by severity">
               {SEVERITIES.map((s) => (
-                <Stat key={s} label={s} value={data.open_investigations.by_severity[s]} />
+                <Stat
+                  key={s}
+                  label={SEVERITY_LABELS[s]}
+                  value={data.open_investigations.by_severity[s]}
+                />
               ))}
             </ul>
-            <p className="hint">As of {new Date(data.as_of).toLocaleString()}</p>
+            <h2>Open investigations by status</h2>
+            <ul className="stats" aria-label="Open investigations by status">
+              {OPEN_STATUSES.map((s) => (
+                <Stat
+                  key={s}
+                  label={STATUS_LABELS[s]}
+                  value={data.open_investigations.by_status[s]}
+                  to={`/incidents?status=${s}`}
+                />
+              ))}
+            </ul>
+            <p className="hint">
+              As of <time dateTime={data.as_of}>{new Date(data.as_of).toLocaleString()}</time>
+            </p>
           </>
         )}
       </QueryView>
+      <h2>Last {CHART_DAYS} days</h2>
+      <QueryView query={reports}>{(report) => <ReportCharts report={report} />}</QueryView>
+      <p>
+        <Link to="/reports">All reports</Link>
+      </p>
     </section>
   );
 }

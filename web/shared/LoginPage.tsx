@@ -1,5 +1,5 @@
-import { type FormEvent, useRef, useState } from 'react';
-import { Navigate, useLocation, useSearchParams } from 'react-router-dom';
+import { type FormEvent, useEffect, useRef, useState } from 'react';
+import { Navigate, useLocation, useNavigate, useSearchParams } from 'react-router-dom';
 import { NetworkError, svc } from './api.ts';
 import { type LoginState, useApp, useAuth } from './auth.tsx';
 import { useDocumentTitle, useLook } from './branding.ts';
@@ -43,11 +43,19 @@ export function LoginPage() {
   const [attempted, setAttempted] = useState(false);
   const passwordField = useRef<HTMLInputElement>(null);
   useDocumentTitle('Sign in');
+  // The sign-out flash is read once, then dropped from the history entry: browsers keep an
+  // entry's state across a reload, and a reloaded page must not say it again.
+  const navigate = useNavigate();
+  const [flashed] = useState(() => (location.state as LoginState | null)?.flash === 'signed_out');
+  useEffect(() => {
+    if ((location.state as LoginState | null)?.flash)
+      navigate(`${location.pathname}${location.search}`, { replace: true, state: null });
+  }, [location, navigate]);
 
   if (auth.identity) {
     return <Navigate to={auth.identity.must_change ? '/account/password' : app.landing} replace />;
   }
-  const flash = !attempted && (location.state as LoginState | null)?.flash === 'signed_out';
+  const flash = !attempted && flashed;
   const expired = !attempted && params.get('expired') === '1';
 
   async function submit(event: FormEvent) {

@@ -44,9 +44,12 @@ export function useBrandingLook(
     enabled: ownTenant,
     retry: false,
   });
-  const look = (ownTenant && tenant.data) || host.data || INSTALL_LOOK;
+  // A signed-in customer sees their own tenant's look, never the host's: on another tenant's
+  // host the host's branding would dress their data in someone else's name. Until it loads,
+  // nothing is drawn (settled false); if it cannot load, the install's neutral look.
+  const look = ownTenant ? (tenant.data ?? INSTALL_LOOK) : (host.data ?? INSTALL_LOOK);
   useEffect(() => applyBranding(look), [look]);
-  return { look, settled: !host.isPending };
+  return { look, settled: ownTenant ? !tenant.isPending : !host.isPending };
 }
 
 /** Colours as CSS variables (styles.css reads them), the favicon, and a readable text colour. */

@@ -1,6 +1,30 @@
+import { lazy } from 'react';
 import type { AppDefinition, PageRoute } from '../shared/routing.ts';
 import { MSSP_ROLES } from '../shared/routing.ts';
 import { FleetPage } from './FleetPage.tsx';
+import { ImpersonationBanner } from './impersonation.tsx';
+import { ADMINS } from './roles.ts';
+import './console.css';
+
+// Every page but the landing one is its own chunk: the initial script stays within budget.
+const TenantsPage = lazy(() =>
+  import('./TenantsPage.tsx').then((m) => ({ default: m.TenantsPage })),
+);
+const TenantCreatePage = lazy(() =>
+  import('./TenantCreatePage.tsx').then((m) => ({ default: m.TenantCreatePage })),
+);
+const TenantPage = lazy(() => import('./TenantPage.tsx').then((m) => ({ default: m.TenantPage })));
+const PolicyPage = lazy(() => import('./PolicyPage.tsx').then((m) => ({ default: m.PolicyPage })));
+const IncidentsPage = lazy(() =>
+  import('./IncidentsPage.tsx').then((m) => ({ default: m.IncidentsPage })),
+);
+const ReviewsPage = lazy(() =>
+  import('./ReviewsPage.tsx').then((m) => ({ default: m.ReviewsPage })),
+);
+const AuditPage = lazy(() => import('./AuditPage.tsx').then((m) => ({ default: m.AuditPage })));
+const UsersPage = lazy(() => import('./UsersPage.tsx').then((m) => ({ default: m.UsersPage })));
+const UserPage = lazy(() => import('./UserPage.tsx').then((m) => ({ default: m.UserPage })));
+const ViewAsPage = lazy(() => import('./ViewAsPage.tsx').then((m) => ({ default: m.ViewAsPage })));
 
 /**
  * Every page of the MSSP console, in navigation order. Add a page here: its path, title,
@@ -10,6 +34,38 @@ import { FleetPage } from './FleetPage.tsx';
  */
 export const msspRoutes: readonly PageRoute[] = [
   { path: '/', title: 'Fleet', element: <FleetPage />, roles: MSSP_ROLES, nav: true },
+  { path: '/tenants', title: 'Tenants', element: <TenantsPage />, roles: MSSP_ROLES, nav: true },
+  { path: '/tenants/new', title: 'Create tenant', element: <TenantCreatePage />, roles: ADMINS },
+  { path: '/tenants/:tenantId', title: 'Tenant', element: <TenantPage />, roles: MSSP_ROLES },
+  {
+    path: '/tenants/:tenantId/policy',
+    title: 'Triage policy',
+    element: <PolicyPage />,
+    roles: MSSP_ROLES,
+  },
+  {
+    path: '/incidents',
+    title: 'Incidents',
+    element: <IncidentsPage />,
+    roles: MSSP_ROLES,
+    nav: true,
+  },
+  {
+    path: '/reviews',
+    title: 'Review queue',
+    element: <ReviewsPage />,
+    roles: MSSP_ROLES,
+    nav: true,
+  },
+  { path: '/audit', title: 'Audit log', element: <AuditPage />, roles: MSSP_ROLES, nav: true },
+  { path: '/users', title: 'Users', element: <UsersPage />, roles: MSSP_ROLES, nav: true },
+  { path: '/users/:userId', title: 'User', element: <UserPage />, roles: MSSP_ROLES },
+  {
+    path: '/view-as/:tenantId',
+    title: 'View as customer',
+    element: <ViewAsPage />,
+    roles: MSSP_ROLES,
+  },
 ];
 
 export const msspApp: AppDefinition = {
@@ -17,4 +73,5 @@ export const msspApp: AppDefinition = {
   userType: 'mssp',
   landing: '/',
   routes: msspRoutes,
+  banner: ImpersonationBanner,
 };

@@ -1,0 +1,172 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, Fragment, useId, useState } from 'react';
+import type { Static } from 'typebox';
+import type { msspContract } from '../../contracts/index.ts';
+import { ok, svc } from '../shared/api.ts';
+import { tenantEventsUrl, useTenantEvents } from '../shared/events.ts';
+import { Empty, ErrorState, QueryView } from '../shared/states.tsx';
+import { TenantPicker, useTenantParam } from './TenantPicker.tsx';
+
+type Review = Static<(typeof msspContract.tenantReviews.responses)[200]>['items'][number];
+type Verdict = 'true_positive' | 'false_positive' | 'benign' | 'inconclusive';
+const VERDICTS: readonly Verdict[] = ['false_positive', 'benign', 'true_positive', 'inconclusive'];
+
+/**
+ * The human-in-the-loop queue of one tenant: each proposed action with its rationale, risk,
+ * confidence and evidence; every MSSP role may approve or reject it with a note.
+ */
+export function ReviewsPage() {
+  const [tenantId, choose] = useTenantParam();
+  return (
+    <section>
+      <h1>Review queue</h1>
+      <TenantPicker value={tenantId} onChange={choose} />
+      {tenantId ? (
+        <TenantReviews tenantId={tenantId} />
+      ) : (
+        <Empty title="Choose a tenant to see its review queue." />
+      )}
+    </section>
+  );
+}
+
+function TenantReviews({ tenantId }: { tenantId: string }) {
+  const key = ['mssp', 'reviews', tenantId];
+  const reviews = useQuery({
+    queryKey: key,
+    queryFn: () => ok(svc.mssp.tenantReviews({ params: { tenant_id: tenantId } })),
+  });
+  useTenantEvents(tenantEventsUrl(tenantId), [key]);
+  return (
+    <QueryView
+      query={reviews}
+      isEmpty={(d) => d.items.length === 0}
+      empty={<Empty title="No reviews are waiting for this tenant." />}
+    >
+      {(d) => (
+        <ul className="cards">
+          {d.items.map((r) => (
+            <ReviewCard key={r.id} tenantId={tenantId} review={r} />
+          ))}
+        </ul>
+      )}
+    </QueryView>
+  );
+}
+
+function ReviewCard({ tenantId, review }: { tenantId: string; review: Review }) {
+  const id = useId();
+  const [note, setNote] = useState('');
+  const [verdict, setVerdict] = useState<Verdict | ''>('');
+  const [noteMissing, setNoteMissing] = useState(false);
+  const queries = useQueryClient();
+  const decide = useMutation({
+    mutationFn: (decision: 'approve' | 'reject') => {
+      const params = { tenant_id: tenantId, review_id: review.id };
+      return decision === 'approve'
+        ? ok(svc.mssp.approveReview({ params, body: { note: note.trim() } }))
+        : ok(
+            svc.mssp.rejectReview({
+              params,
+              body: { note: note.trim(), ...(verdict ? { verdict } : {}) },
+            }),
+          );
+    },
+    onSuccess: () => {
+      void queries.invalidateQueries({ queryKey: ['mssp', 'reviews', tenantId] });
+      void queries.invalidateQueries({ queryKey: ['mssp', 'fleet'] });
+    },
+  });
+  const submit = (decision: 'approve' | 'reject') => (event?: FormEvent) => {
+    event?.preventDefault();
+    if (!note.trim()) {
+      setNoteMissing(true);
+      return;
+    }
+    setNoteMissing(false);
+    decide.mutate(decision);
+  };
+  const params = Object.entries(review.action_params);
+  return (
+    <li className="card" aria-labelledby={`${id}-title`}>
+      <h2 id={`${id}-title`}>{review.proposed_action}</h2>
+      <dl className="facts">
+        <dt>Risk</dt>
+        <dd>
+          <span className={`severity severity-${review.risk}`}>{review.risk}</span>
+        </dd>
+        <dt>Confidence</dt>
+        <dd>{review.confidence === null ? '—' : `${Math.round(review.confidence * 100)} %`}</dd>
+        <dt>Requested</dt>
+        <dd>
+          {new Date(review.requested_at).toLocaleString()} by {review.requested_by}
+        </dd>
+        {review.expires_at && (
+          <>
+            <dt>Expires</dt>
+            <dd>{new Date(review.expires_at).toLocaleString()}</dd>
+          </>
+        )}
+      </dl>
+      {params.length > 0 && (
+        <>
+          <h3>Action parameters</h3>
+          <dl className="facts">
+            {params.map(([k, v]) => (
+              <Fragment key={k}>
+                <dt>{k}</dt>
+                <dd className="wrap">{typeof v === 'string' ? v : JSON.stringify(v)}</dd>
+              </Fragment>
+            ))}
+          </dl>
+        </>
+      )}
+      <h3>Rationale</h3>
+      <p className="wrap">{review.rationale}</p>
+      <details>
+        <summary>Evidence</summary>
+        <pre className="evidence">{JSON.stringify(review.evidence, null, 2)}</pre>
+      </details>
+      <form onSubmit={submit('approve')} noValidate>
+        <label htmlFor={`${id}-note`}>Note</label>
+        <textarea
+          id={`${id}-note`}
+          rows={2}
+          maxLength={2000}
+          required
+          aria-invalid={noteMissing || undefined}
+          aria-describedby={noteMissing ? `${id}-note-error` : undefined}
+          value={note}
+          onChange={(e) => setNote(e.target.value)}
+        />
+        {noteMissing && (
+          <p id={`${id}-note-error`} className="field-error" role="alert">
+            Write a note: it goes into the audit trail with the decision.
+          </p>
+        )}
+        <label htmlFor={`${id}-verdict`}>Verdict if rejected (optional)</label>
+        <select
+          id={`${id}-verdict`}
+          value={verdict}
+          onChange={(e) => setVerdict(e.target.value as Verdict | '')}
+        >
+          <option value="">Default (false positive for a case proposal)</option>
+          {VERDICTS.map((v) => (
+            <option key={v} value={v}>
+              {v.replace('_', ' ')}
+            </option>
+          ))}
+        </select>
+        {decide.isError && <ErrorState error={decide.error} />}
+        <div className="modal-actions">
+          <button type="submit" className="primary" aria-busy={decide.isPending}>
+            Approve
+          </button>
+          <button type="button" className="danger" onClick={() => submit('reject')()}>
+            Reject
+          </button>
+        </div>
+      </form>
+    </li>
+  );
+}

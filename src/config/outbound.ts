@@ -29,6 +29,8 @@ export const OUTBOUND_SETTINGS = {
 
 const read = settingReader(OUTBOUND_SETTINGS);
 
+const caFile = (path: string | undefined) => (path === undefined ? {} : { caFile: path });
+
 export function readOutbound(env: Env): OutboundConfig {
   return {
     allowCidrs: parseCidrs(
@@ -40,6 +42,6 @@ export function readOutbound(env: Env): OutboundConfig {
       .split(',')
       .map((h) => h.trim())
       .filter((h) => h !== ''),
-    caFile: read(env, 'SVC_OUTBOUND_CA_FILE'),
+    ...caFile(read(env, 'SVC_OUTBOUND_CA_FILE')),
   };
 }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { after, before, test } from 'node:test';
 import { ConfigError, loadConfig } from '../../src/config/index.ts';
@@ -10,6 +11,7 @@ import {
   STRICT_OUTBOUND,
   safeFetch,
 } from '../../src/net/outbound-url.ts';
+import { loopbackCertificate } from '../support/loopback-tls.ts';
 
 const refused = (url: string, policy: OutboundPolicy = STRICT_OUTBOUND) =>
   assert.throws(() => checkOutboundUrl(url, policy), OutboundUrlError, url);
@@ -103,6 +105,25 @@ test('issue 18 item 2: SVC_OUTBOUND_ALLOW_CIDRS / SVC_OUTBOUND_ALLOW_HOSTS are r
   );
   assert.throws(() => loadConfig({ SVC_OUTBOUND_ALLOW_CIDRS: '10.0.0.0/33' }), ConfigError);
   assert.throws(() => loadConfig({ SVC_OUTBOUND_ALLOW_HOSTS: 'https://x.example' }), ConfigError);
+});
+
+test('issue 13: SVC_OUTBOUND_CA_FILE adds a CA to the system roots for outbound HTTPS (a self-hosted model server)', async () => {
+  assert.equal(
+    loadConfig({ SVC_OUTBOUND_CA_FILE: '/etc/svc/ca.pem' }).outbound.caFile,
+    '/etc/svc/ca.pem',
+  );
+  const tls = await loopbackCertificate();
+  const secure = createHttpsServer(tls, (_req, res) => res.end('trusted'));
+  await new Promise<void>((resolve) => secure.listen(0, '127.0.0.1', resolve));
+  const url = `https://127.0.0.1:${(secure.address() as AddressInfo).port}/`;
+  const loopback = { allowCidrs: ['127.0.0.0/8'], allowHosts: [] };
+  try {
+    await assert.rejects(safeFetch(url, {}, loopback), /self-signed|certificate/);
+    const res = await safeFetch(url, {}, { ...loopback, ca: tls.cert });
+    assert.equal(await res.text(), 'trusted');
+  } finally {
+    secure.close();
+  }
 });
 
 let server: Server;

@@ -198,6 +198,20 @@ test('issue 10: schemathesis finds no failure as a platform_admin on /api/auth/*
         parameters: { 'body.tenant_chart_version': o.deps.catalog.versions()[0] ?? '' },
         acceptedStatuses: ['2xx', '3xx', '401', '403', '404', '409', '422', '429', '5xx'],
       },
+      // A logo or favicon data URL must also be the image its media type names, within 200 KiB,
+      // and an SVG free of script and outside references: generated base64 is none of those, so
+      // such cases meet 422 invalid_branding. test/mssp/branding.test.ts proves each refusal.
+      {
+        name: 'PUT /api/mssp/tenants/{tenant_id}/branding',
+        acceptedStatuses: ['2xx', '3xx', '401', '403', '404', '409', '422', '429', '5xx'],
+      },
+      // A custom redaction pattern must compile as a regular expression that cannot match the
+      // empty string: generated strings often do not, and meet 422 invalid_policy.
+      // test/mssp/triage-policy.test.ts proves the refusal writes nothing.
+      {
+        name: 'PUT /api/mssp/tenants/{tenant_id}/triage-policy',
+        acceptedStatuses: ['2xx', '3xx', '401', '403', '404', '409', '422', '429', '5xx'],
+      },
       // Random ids only ever meet 404: each decision gets a pending review of its own.
       {
         name: 'POST /api/mssp/tenants/{tenant_id}/reviews/{review_id}:approve',

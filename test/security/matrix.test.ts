@@ -355,6 +355,19 @@ const MATRIX: Record<string, Row> = {
     body: () => ({ min_confidence: 0.8 }),
     expect: { ...MSSP_OPERATORS, ...MSSP_DENIED, ...ownTenant('ok') },
   },
+  'GET /api/mssp/tenants/{A}/branding': {
+    route: M.getBranding,
+    method: 'GET',
+    path: () => `/api/mssp/tenants/${tenantA}/branding`,
+    expect: { ...MSSP_ANY, ...MSSP_DENIED, ...ownTenant('ok') },
+  },
+  'PUT /api/mssp/tenants/{A}/branding': {
+    route: M.putBranding,
+    method: 'PUT',
+    path: () => `/api/mssp/tenants/${tenantA}/branding`,
+    body: () => ({ app_name: 'Matrix', primary_color: '#123456', secondary_color: '#abc' }),
+    expect: { ...MSSP_OPERATORS, ...MSSP_DENIED, ...ownTenant('ok') },
+  },
   'GET /api/mssp/tenants/{A}/llm-usage': {
     route: M.llmUsage,
     method: 'GET',

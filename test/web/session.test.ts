@@ -200,6 +200,9 @@ test('§5.9.7 after sign-in `next` is followed only when same-origin, otherwise 
   const user = await seedUser(suite.svc, { role: 'analyst' });
   await withPage(async (w) => {
     const signInWith = async (next: string) => {
+      // The previous landing page's reads finish first: one still in flight when the cookie
+      // goes would meet a 401 the walk counts against the page.
+      await w.page.waitForLoadState('networkidle');
       await w.context.clearCookies();
       await signIn(w.page, suite.svc.consoleUrl, user, `/login?next=${encodeURIComponent(next)}`);
       return new URL(w.page.url());

@@ -6,6 +6,7 @@ import { useIdentity } from '../shared/auth.tsx';
 import { tenantEventsUrl, useTenantEvents } from '../shared/events.ts';
 import { ScrollTable } from '../shared/ScrollTable.tsx';
 import { Empty, ErrorState, QueryView } from '../shared/states.tsx';
+import { BrandingSection } from './BrandingSection.tsx';
 import { Field } from './Field.tsx';
 import { formProblem } from './field-errors.ts';
 import { Modal } from './Modal.tsx';
@@ -81,6 +82,7 @@ export function TenantPage() {
           )}
           <Progress tenant={t} lifecycle={lifecycle} />
           <Actions tenant={t} />
+          <BrandingSection tenantId={t.id} />
           <h2>Lifecycle</h2>
           <LifecycleLog lifecycle={lifecycle} />
         </section>

@@ -68,7 +68,7 @@ export function applyBranding(look: Look): void {
 }
 
 /** Black or white, whichever contrasts more with the colour (WCAG relative luminance). */
-function readableOn(hex: string): string {
+export function readableOn(hex: string): string {
   const digits = hex.length === 4 ? [...hex.slice(1)].map((d) => d + d).join('') : hex.slice(1);
   const channel = (i: number) => {
     const c = Number.parseInt(digits.slice(i, i + 2), 16) / 255;

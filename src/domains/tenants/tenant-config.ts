@@ -1,5 +1,6 @@
 import type { TenantConfig } from '../../../contracts/tenant-config.ts';
 import { checkOutboundUrl, type OutboundPolicy, OutboundUrlError } from '../../net/outbound-url.ts';
+import { imageProblems } from '../branding/branding-images.ts';
 import { integrationSecretKey, withoutSecrets } from './config-secrets.ts';
 import { RenderError, type StoredConfig } from './tenant-types.ts';
 
@@ -166,7 +167,12 @@ export async function validateTenantConfig(
   tenantId: string,
   checks: ConfigChecks,
 ): Promise<void> {
-  const problems = [...outboundProblems(config, checks.outbound), ...integrationProblems(config)];
+  const problems = [
+    ...outboundProblems(config, checks.outbound),
+    ...integrationProblems(config),
+    // The same logo rules as a branding edit, so creation is no way around them.
+    ...imageProblems('/branding/logo_url', config.branding?.logo_url),
+  ];
   if (checks.preview) {
     try {
       await checks.preview({

@@ -25,6 +25,7 @@ import type { StreamDeps } from '../event-stream.ts';
 import { requireFamily, requirePasswordCurrent } from '../guards.ts';
 import type { HostPolicy } from '../hosts.ts';
 import { INTERNAL_BODY_LIMITS, internalRoutes } from '../internal/routes.ts';
+import { brandingRoutes } from '../mssp/branding.ts';
 import { llmRoutes } from '../mssp/llm.ts';
 import { msspRoutes } from '../mssp/routes.ts';
 import { triageRoutes } from '../mssp/triage.ts';
@@ -227,6 +228,7 @@ function mountApi(
   app.route('/', userManagementRoutes(services.users));
   app.route('/', triageRoutes(services.triage));
   app.route('/', llmRoutes(services.llm));
+  app.route('/', brandingRoutes(services.branding));
   app.route('/', tenantRoutes({ ...services, streams: api.streams }));
   if (deps.authMode === 'internal') {
     app.route('/', auth.authenticated);

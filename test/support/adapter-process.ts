@@ -191,7 +191,14 @@ export async function startAdapter(env: Record<string, string>): Promise<Adapter
     waitForLog,
     async stop(signal = 'SIGTERM') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
-      return exited;
+      // An adapter that does not finish its shutdown within the time its own requests may take
+      // (15 s each) is killed, so a test's cleanup cannot hang the suite; the caller sees null.
+      const killer = setTimeout(() => child.kill('SIGKILL'), 45_000);
+      try {
+        return await exited;
+      } finally {
+        clearTimeout(killer);
+      }
     },
   };
 }

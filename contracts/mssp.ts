@@ -2,6 +2,7 @@ import type { TSchema } from 'typebox';
 import Type from 'typebox';
 import { AdapterStatus } from './adapter-status.ts';
 import { Email } from './email.ts';
+import { InvestigationStatus, Severity } from './investigation-values.ts';
 import { type Impersonation, type Method, Problem, type Route, route, Uuid } from './route.ts';
 import { Branding, TenantConfig } from './tenant-config.ts';
 import { Timestamp } from './timestamp.ts';
@@ -605,6 +606,64 @@ export const msspTriageContract = {
   }),
 } as const;
 
+/** Which tenant a row of a cross-tenant list belongs to. */
+const TenantTag = { tenant_id: Uuid, tenant_slug: Type.String() };
+
+export const FleetIncident = Type.Object(
+  { ...TenantTag, ...Incident.properties },
+  { additionalProperties: false },
+);
+
+export const FleetReview = Type.Object(
+  { ...TenantTag, ...PendingReview.properties },
+  { additionalProperties: false },
+);
+
+/**
+ * The analyst's work across every tenant (issue 14): read through the system gate, audited
+ * with its reason, so never with an impersonation token. Decisions stay per tenant
+ * (`approveReview`, `rejectReview` with the row's `tenant_id`).
+ */
+export const msspCrossTenantContract = {
+  allIncidents: msspRoute('deny', {
+    method: 'GET',
+    path: '/api/mssp/incidents',
+    summary:
+      "Every tenant's investigations, newest opened first, with their tenant (System principal, audited as mssp.incidents)",
+    access: 'platform_admin, mssp_admin, analyst (not with an impersonation token)',
+    query: Type.Object(
+      {
+        status: Type.Optional(InvestigationStatus),
+        severity: Type.Optional(Severity),
+        tenant_id: Type.Optional(Uuid),
+        limit: Type.Optional(Limit),
+        cursor: Type.Optional(Cursor),
+      },
+      { additionalProperties: false },
+    ),
+    responses: {
+      200: Type.Object(
+        {
+          items: Type.Array(FleetIncident),
+          next_cursor: Type.Union([Type.String(), Type.Null()]),
+        },
+        { additionalProperties: false },
+      ),
+      400: Problem,
+    },
+  }),
+  allReviews: msspRoute('deny', {
+    method: 'GET',
+    path: '/api/mssp/reviews',
+    summary:
+      'Reviews awaiting a decision in every tenant, oldest first, at most 500 (System principal, audited as mssp.reviews)',
+    access: 'platform_admin, mssp_admin, analyst (not with an impersonation token)',
+    responses: {
+      200: Type.Object({ items: Type.Array(FleetReview) }, { additionalProperties: false }),
+    },
+  }),
+} as const;
+
 /** A tenant's triage policy: in force (every key, defaults filled in) and as stored. */
 export const TriagePolicyView = Type.Object(
   {
@@ -746,6 +805,7 @@ export const msspContract = {
   ...msspUserContract,
   ...msspUserManagementContract,
   ...msspTriageContract,
+  ...msspCrossTenantContract,
   ...msspLlmContract,
   ...msspBrandingContract,
 } as const;

@@ -1,25 +1,10 @@
 import Type, { type TObject, type TProperties } from 'typebox';
+import { InvestigationStatus, Severity } from './investigation-values.ts';
 import { TenantState } from './mssp.ts';
 import { Problem, route, Uuid } from './route.ts';
 import { Timestamp } from './timestamp.ts';
 
 const ACCESS = "customer_viewer (session or tenant token); always the caller's own tenant";
-
-export const InvestigationStatus = Type.Union([
-  Type.Literal('open'),
-  Type.Literal('triaging'),
-  Type.Literal('awaiting_review'),
-  Type.Literal('resolved'),
-  Type.Literal('closed'),
-]);
-
-export const Severity = Type.Union([
-  Type.Literal('info'),
-  Type.Literal('low'),
-  Type.Literal('medium'),
-  Type.Literal('high'),
-  Type.Literal('critical'),
-]);
 
 const Verdict = Type.Union([
   Type.Literal('true_positive'),

@@ -43,6 +43,7 @@ import {
 } from '../domains/sessions/credential-watch.ts';
 import { createAuthService } from '../domains/sessions/session-service.ts';
 import { createTenantService } from '../domains/tenants/tenant-service.ts';
+import { createCrossTenantTriageService } from '../domains/triage/cross-tenant-service.ts';
 import { createTriageService } from '../domains/triage/triage-service.ts';
 import { createUserService } from '../domains/users/user-service.ts';
 import { createHostPolicy } from '../http/hosts.ts';
@@ -190,6 +191,7 @@ export function composeServices(core: Core, input: ApiInput = {}): ApiServices {
       now,
     }),
     triage: createTriageService({ db, now }),
+    crossTenant: createCrossTenantTriageService({ system }),
     investigations: createInvestigationService({ db, now }),
     branding: createBrandingService({ db }),
     llm: createLlmService({

@@ -11,7 +11,13 @@ import { ProblemError } from './problem.ts';
  */
 
 /** The lists that page with a cursor; a cursor of one list is refused by another. */
-export type CursorList = 'incidents' | 'audit' | 'tenants' | 'mssp-audit' | 'mssp-incidents';
+export type CursorList =
+  | 'incidents'
+  | 'audit'
+  | 'tenants'
+  | 'mssp-audit'
+  | 'mssp-incidents'
+  | 'fleet-incidents';
 
 /** A keyset position (db/keyset.ts KeysetPosition, which this layer may not import). */
 export interface Position {

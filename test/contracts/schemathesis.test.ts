@@ -183,6 +183,7 @@ test('issue 10: schemathesis finds no failure as a platform_admin on /api/auth/*
       STREAMS,
       await realCursor('GET /api/mssp/audit', '/api/mssp/audit', adminSession),
       await realCursor('GET /api/mssp/tenants', '/api/mssp/tenants', adminSession),
+      await realCursor('GET /api/mssp/incidents', '/api/mssp/incidents', adminSession),
       // A tenant configuration must also fit rules no JSON Schema can state (issue 18 item 1:
       // quantities Kubernetes can hold, limits above zero, the sum within the quota, no internal
       // outbound URLs, lengths after rendering), refused with 400 and the field path, as the

@@ -19,6 +19,7 @@ const DESIGNATED_SYSTEM_MODULES: readonly string[] = [
   'orchestrator/context.ts', // the orchestrator's dependencies, typed (the purge below)
   'domains/audit/audit-service.ts', // mssp.audit: takes the gate, typed
   'domains/projections/projection-service.ts', // projector.discover: takes the gate, typed
+  'domains/triage/cross-tenant-service.ts', // mssp.incidents, mssp.reviews: takes the gate, typed
 ];
 
 /** Modules that enter the gate (call withSystem), each for a reason it names. */
@@ -29,6 +30,7 @@ const SYSTEM_GATE_CALLERS: readonly string[] = [
   'domains/audit/audit-service.ts', // mssp.audit: the cross-tenant audit view
   'orchestrator/decommission.ts', // tenant.purge: a tenant's rows leave every table at once
   'domains/projections/projection-service.ts', // projector.discover: tenants with unfolded events
+  'domains/triage/cross-tenant-service.ts', // mssp.incidents, mssp.reviews: the analyst's work across tenants
 ];
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));

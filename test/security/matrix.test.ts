@@ -274,6 +274,25 @@ const MATRIX: Record<string, Row> = {
     path: () => '/api/mssp/fleet/summary',
     expect: { ...MSSP_ANY, ...MSSP_DENIED, ...IMPERSONATION_DENIED },
   },
+  'GET /api/mssp/incidents': {
+    route: M.allIncidents,
+    method: 'GET',
+    path: () => '/api/mssp/incidents',
+    expect: { ...MSSP_ANY, ...MSSP_DENIED, ...IMPERSONATION_DENIED },
+  },
+  'GET /api/mssp/incidents?tenant_id={A}': {
+    route: M.allIncidents,
+    method: 'GET',
+    path: () => `/api/mssp/incidents?tenant_id=${tenantA}`,
+    // Naming its own tenant does not open a system-gate read to an impersonation token.
+    expect: { ...MSSP_ANY, ...MSSP_DENIED, ...IMPERSONATION_DENIED },
+  },
+  'GET /api/mssp/reviews': {
+    route: M.allReviews,
+    method: 'GET',
+    path: () => '/api/mssp/reviews',
+    expect: { ...MSSP_ANY, ...MSSP_DENIED, ...IMPERSONATION_DENIED },
+  },
   'GET /api/mssp/tenants/{A}/events': {
     route: M.tenantEvents,
     method: 'GET',

@@ -1,4 +1,13 @@
-import { useInfiniteQuery } from '@tanstack/react-query';
+import {
+  type InfiniteData,
+  type QueryKey,
+  type UseInfiniteQueryResult,
+  useInfiniteQuery,
+} from '@tanstack/react-query';
+import type { ReactNode } from 'react';
+import { Link } from 'react-router-dom';
+import type { Static } from 'typebox';
+import type { msspContract } from '../../contracts/index.ts';
 import { ok, svc } from '../shared/api.ts';
 import { tenantEventsUrl, useTenantEvents } from '../shared/events.ts';
 import { LoadMore } from '../shared/LoadMore.tsx';
@@ -8,28 +17,53 @@ import { TenantPicker, useTenantParam } from './TenantPicker.tsx';
 
 const PAGE = 50;
 
+type Incident = Static<(typeof msspContract.tenantIncidents.responses)[200]>['items'][number];
+type FleetIncident = Static<(typeof msspContract.allIncidents.responses)[200]>['items'][number];
+interface Page<T> {
+  items: T[];
+  next_cursor: string | null;
+}
+
 /**
- * Incidents of one tenant at a time (`GET /api/mssp/tenants/{id}/incidents`): the API has no
- * cross-tenant incident list, so the fleet's counts are on the Fleet page and this page asks
- * for a tenant.
+ * Incidents of every tenant (`GET /api/mssp/incidents`) with the tenant each belongs to, or of
+ * the one tenant the picker narrows to (`GET /api/mssp/tenants/{id}/incidents`).
  */
 export function IncidentsPage() {
   const [tenantId, choose] = useTenantParam();
   return (
     <section>
       <h1>Incidents</h1>
-      <TenantPicker value={tenantId} onChange={choose} />
-      {tenantId ? (
-        <TenantIncidents tenantId={tenantId} />
-      ) : (
-        <Empty title="Choose a tenant to see its incidents." />
-      )}
+      <TenantPicker value={tenantId} onChange={choose} allLabel="All tenants" />
+      {tenantId ? <TenantIncidents tenantId={tenantId} /> : <AllIncidents />}
     </section>
   );
 }
 
+function AllIncidents() {
+  const incidents = useInfiniteQuery({
+    queryKey: ['mssp', 'incidents', 'all'],
+    initialPageParam: undefined as string | undefined,
+    queryFn: ({ pageParam }) =>
+      ok(
+        svc.mssp.allIncidents({
+          query: { limit: PAGE, ...(pageParam ? { cursor: pageParam } : {}) },
+        }),
+      ),
+    getNextPageParam: (last) => last.next_cursor ?? undefined,
+    // Cross-tenant: no single tenant stream covers it, so it is polled, as the fleet is.
+    refetchInterval: 30_000,
+  });
+  return (
+    <IncidentList<FleetIncident>
+      query={incidents}
+      empty="No tenant has incidents."
+      tenantCell={(i) => <Link to={`/tenants/${i.tenant_id}`}>{i.tenant_slug}</Link>}
+    />
+  );
+}
+
 function TenantIncidents({ tenantId }: { tenantId: string }) {
-  const key = ['mssp', 'incidents', tenantId];
+  const key: QueryKey = ['mssp', 'incidents', tenantId];
   const incidents = useInfiniteQuery({
     queryKey: key,
     initialPageParam: undefined as string | undefined,
@@ -43,12 +77,22 @@ function TenantIncidents({ tenantId }: { tenantId: string }) {
     getNextPageParam: (last) => last.next_cursor ?? undefined,
   });
   useTenantEvents(tenantEventsUrl(tenantId), [key]);
-  if (incidents.isPending) return <Loading />;
-  if (incidents.isError && !incidents.isFetchNextPageError) {
-    return <ErrorState error={incidents.error} retry={() => void incidents.refetch()} />;
+  return <IncidentList<Incident> query={incidents} empty="This tenant has no incidents." />;
+}
+
+function IncidentList<T extends Incident>(props: {
+  query: UseInfiniteQueryResult<InfiniteData<Page<T>>>;
+  empty: string;
+  /** The Tenant column, on the list across tenants only. */
+  tenantCell?: (incident: T) => ReactNode;
+}) {
+  const { query, tenantCell } = props;
+  if (query.isPending) return <Loading />;
+  if (query.isError && !query.isFetchNextPageError) {
+    return <ErrorState error={query.error} retry={() => void query.refetch()} />;
   }
-  const items = incidents.data.pages.flatMap((p) => p.items);
-  if (items.length === 0) return <Empty title="This tenant has no incidents." />;
+  const items = query.data.pages.flatMap((p) => p.items);
+  if (items.length === 0) return <Empty title={props.empty} />;
   return (
     <>
       <ScrollTable label="Incidents, newest first">
@@ -56,6 +100,7 @@ function TenantIncidents({ tenantId }: { tenantId: string }) {
         <thead>
           <tr>
             <th scope="col">Incident</th>
+            {tenantCell && <th scope="col">Tenant</th>}
             <th scope="col">Severity</th>
             <th scope="col">Status</th>
             <th scope="col">Verdict</th>
@@ -68,6 +113,7 @@ function TenantIncidents({ tenantId }: { tenantId: string }) {
           {items.map((i) => (
             <tr key={i.id}>
               <td className="wrap">{i.title}</td>
+              {tenantCell && <td>{tenantCell(i)}</td>}
               <td>
                 <span className={`severity severity-${i.severity}`}>{i.severity}</span>
               </td>
@@ -80,7 +126,7 @@ function TenantIncidents({ tenantId }: { tenantId: string }) {
           ))}
         </tbody>
       </ScrollTable>
-      <LoadMore query={incidents} shown={items.length} noun="incidents" />
+      <LoadMore query={query} shown={items.length} noun="incidents" />
     </>
   );
 }

@@ -1,5 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, Fragment, useId, useState } from 'react';
+import { Link } from 'react-router-dom';
 import type { Static } from 'typebox';
 import type { msspContract } from '../../contracts/index.ts';
 import { ok, svc } from '../shared/api.ts';
@@ -12,21 +13,42 @@ type Verdict = 'true_positive' | 'false_positive' | 'benign' | 'inconclusive';
 const VERDICTS: readonly Verdict[] = ['false_positive', 'benign', 'true_positive', 'inconclusive'];
 
 /**
- * The human-in-the-loop queue of one tenant: each proposed action with its rationale, risk,
- * confidence and evidence; every MSSP role may approve or reject it with a note.
+ * The human-in-the-loop queue of every tenant (`GET /api/mssp/reviews`), or of the one the
+ * picker narrows to: each proposed action with its rationale, risk, confidence and evidence;
+ * every MSSP role may approve or reject it with a note, on the review's own tenant.
  */
 export function ReviewsPage() {
   const [tenantId, choose] = useTenantParam();
   return (
     <section>
       <h1>Review queue</h1>
-      <TenantPicker value={tenantId} onChange={choose} />
-      {tenantId ? (
-        <TenantReviews tenantId={tenantId} />
-      ) : (
-        <Empty title="Choose a tenant to see its review queue." />
-      )}
+      <TenantPicker value={tenantId} onChange={choose} allLabel="All tenants" />
+      {tenantId ? <TenantReviews tenantId={tenantId} /> : <AllReviews />}
     </section>
+  );
+}
+
+function AllReviews() {
+  const reviews = useQuery({
+    queryKey: ['mssp', 'reviews', 'all'],
+    queryFn: () => ok(svc.mssp.allReviews()),
+    // Cross-tenant: no single tenant stream covers it, so it is polled, as the fleet is.
+    refetchInterval: 30_000,
+  });
+  return (
+    <QueryView
+      query={reviews}
+      isEmpty={(d) => d.items.length === 0}
+      empty={<Empty title="No reviews are waiting in any tenant." />}
+    >
+      {(d) => (
+        <ul className="cards">
+          {d.items.map((r) => (
+            <ReviewCard key={r.id} tenantId={r.tenant_id} review={r} tenantSlug={r.tenant_slug} />
+          ))}
+        </ul>
+      )}
+    </QueryView>
   );
 }
 
@@ -54,7 +76,16 @@ function TenantReviews({ tenantId }: { tenantId: string }) {
   );
 }
 
-function ReviewCard({ tenantId, review }: { tenantId: string; review: Review }) {
+function ReviewCard({
+  tenantId,
+  review,
+  tenantSlug,
+}: {
+  tenantId: string;
+  review: Review;
+  /** Shown (linking to the tenant) when the queue spans tenants. */
+  tenantSlug?: string;
+}) {
   const id = useId();
   const [note, setNote] = useState('');
   const [verdict, setVerdict] = useState<Verdict | ''>('');
@@ -73,7 +104,8 @@ function ReviewCard({ tenantId, review }: { tenantId: string; review: Review }) 
           );
     },
     onSuccess: () => {
-      void queries.invalidateQueries({ queryKey: ['mssp', 'reviews', tenantId] });
+      // Both queues that may show it: the tenant's and the one across tenants.
+      void queries.invalidateQueries({ queryKey: ['mssp', 'reviews'] });
       void queries.invalidateQueries({ queryKey: ['mssp', 'fleet'] });
     },
   });
@@ -91,6 +123,14 @@ function ReviewCard({ tenantId, review }: { tenantId: string; review: Review }) 
     <li className="card" aria-labelledby={`${id}-title`}>
       <h2 id={`${id}-title`}>{review.proposed_action}</h2>
       <dl className="facts">
+        {tenantSlug && (
+          <>
+            <dt>Tenant</dt>
+            <dd>
+              <Link to={`/tenants/${tenantId}`}>{tenantSlug}</Link>
+            </dd>
+          </>
+        )}
         <dt>Risk</dt>
         <dd>
           <span className={`severity severity-${review.risk}`}>{review.risk}</span>

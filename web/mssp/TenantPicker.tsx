@@ -5,9 +5,9 @@ import { ok, svc } from '../shared/api.ts';
 import { ErrorState } from '../shared/states.tsx';
 
 /**
- * The chosen tenant of a per-tenant page, kept in the URL (`?tenant=<id>`) so the page can be
- * linked to and reloaded: the API has per-tenant incidents, reviews and users, no
- * cross-tenant lists, so these pages ask which tenant first.
+ * The chosen tenant of a page, kept in the URL (`?tenant=<id>`) so the page can be linked to
+ * and reloaded. Customer users are listed per tenant only, so that page asks which tenant
+ * first; incidents and reviews show every tenant until one is chosen.
  */
 export function useTenantParam(): [string | undefined, (id: string | undefined) => void] {
   const [params, setParams] = useSearchParams();
@@ -36,6 +36,8 @@ export function useTenantChoices() {
 export function TenantPicker(props: {
   value: string | undefined;
   onChange: (id: string | undefined) => void;
+  /** What choosing no tenant means on this page; default "Choose a tenant". */
+  allLabel?: string;
 }) {
   const id = useId();
   const tenants = useTenantChoices();
@@ -51,7 +53,9 @@ export function TenantPicker(props: {
         disabled={tenants.isPending}
         onChange={(e) => props.onChange(e.target.value || undefined)}
       >
-        <option value="">{tenants.isPending ? 'Loading tenants…' : 'Choose a tenant'}</option>
+        <option value="">
+          {tenants.isPending ? 'Loading tenants…' : (props.allLabel ?? 'Choose a tenant')}
+        </option>
         {tenants.data?.items.map((t) => (
           <option key={t.id} value={t.id}>
             {t.display_name} ({t.slug}, {t.state})

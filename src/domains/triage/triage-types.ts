@@ -65,3 +65,22 @@ export class ReviewClosedError extends Error {
     super('This review was already decided or has expired');
   }
 }
+
+/** Which tenant a row of a cross-tenant list belongs to. */
+export interface TenantTag {
+  tenant_id: string;
+  tenant_slug: string;
+}
+
+/** An incident in the MSSP's list across tenants. */
+export type FleetIncident = IncidentSummary & TenantTag;
+
+/** An open review in the MSSP's queue across tenants. */
+export type FleetReview = Review & TenantTag;
+
+/** The cross-tenant incident list's filters; each absent one matches everything. */
+export interface FleetIncidentFilters {
+  status?: string | undefined;
+  severity?: string | undefined;
+  tenantId?: string | undefined;
+}

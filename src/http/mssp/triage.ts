@@ -16,7 +16,8 @@ import { requireRole, tenantOfRequest } from '../guards.ts';
 import { ProblemError } from '../problem.ts';
 
 const iso = (d: Date | null) => d?.toISOString() ?? null;
-const reviewJson = (r: Review) => ({
+/** A review as the contracts show it; the cross-tenant queue adds its tenant (cross-tenant.ts). */
+export const reviewJson = (r: Review) => ({
   ...r,
   requested_at: r.requested_at.toISOString(),
   expires_at: iso(r.expires_at),

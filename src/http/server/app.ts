@@ -12,6 +12,7 @@ import type { InvestigationService } from '../../domains/investigations/investig
 import type { LlmService } from '../../domains/llm/llm-service.ts';
 import type { AuthService } from '../../domains/sessions/session-service.ts';
 import type { TenantService } from '../../domains/tenants/tenant-service.ts';
+import type { CrossTenantTriageService } from '../../domains/triage/cross-tenant-service.ts';
 import type { TriageService } from '../../domains/triage/triage-service.ts';
 import type { UserService } from '../../domains/users/user-service.ts';
 import { DatabaseUnavailableError } from '../../faults/unavailable.ts';
@@ -26,6 +27,7 @@ import { requireFamily, requirePasswordCurrent } from '../guards.ts';
 import type { HostPolicy } from '../hosts.ts';
 import { INTERNAL_BODY_LIMITS, internalRoutes } from '../internal/routes.ts';
 import { brandingRoutes } from '../mssp/branding.ts';
+import { crossTenantRoutes } from '../mssp/cross-tenant.ts';
 import { llmRoutes } from '../mssp/llm.ts';
 import { msspRoutes } from '../mssp/routes.ts';
 import { triageRoutes } from '../mssp/triage.ts';
@@ -54,6 +56,7 @@ export interface ApiServices {
   adapter: AdapterService;
   ingest: IngestService;
   triage: TriageService;
+  crossTenant: CrossTenantTriageService;
   investigations: InvestigationService;
   branding: BrandingService;
   llm: LlmService;
@@ -227,6 +230,7 @@ function mountApi(
   );
   app.route('/', userManagementRoutes(services.users));
   app.route('/', triageRoutes(services.triage));
+  app.route('/', crossTenantRoutes(services.crossTenant));
   app.route('/', llmRoutes(services.llm));
   app.route('/', brandingRoutes(services.branding));
   app.route('/', tenantRoutes({ ...services, streams: api.streams }));

@@ -211,7 +211,7 @@ export async function stopProcesses(processes: readonly ClusterProcess[]): Promi
 }
 
 /** True while the PID still belongs to the recorded binary; a reused PID reads as exited. */
-export function isRunning(proc: ClusterProcess): boolean {
+export function isRunning(proc: Pick<ClusterProcess, 'pid' | 'binary'>): boolean {
   try {
     const stat = readFileSync(`/proc/${proc.pid}/stat`, 'utf8');
     if (stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z')) {

@@ -227,6 +227,8 @@ function timedSecrets(inner: SecretStore, t: Timeline): SecretStore {
     namespace: inner.namespace,
     create: (name, data, labels) =>
       api('install-secret.create', name, () => inner.create(name, data, labels)),
+    replace: (name, data, labels) =>
+      api('install-secret.replace', name, () => inner.replace(name, data, labels)),
     remove: (name, uid) => api('install-secret.remove', name, () => inner.remove(name, uid)),
     read: (name) => api('install-secret.read', name, () => inner.read(name)),
     list: (selector) => api('install-secret.list', selector, () => inner.list(selector)),

@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { PublicBranding } from './public.ts';
 import { Problem, route, Uuid } from './route.ts';
 
 export const Role = Type.Union([
@@ -55,7 +56,28 @@ export const ChangePasswordBody = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * A host as a browser sends it: a DNS name or IPv4 address (labels of 1–63 letters, digits or
+ * hyphens), or a bracketed IPv6 address, with an optional port.
+ */
+const HostQuery = Type.String({
+  minLength: 1,
+  maxLength: 260,
+  pattern:
+    '^([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\\.?|\\[[0-9A-Fa-f:.]{2,45}\\])(:[0-9]{1,5})?$',
+});
+
 export const authContract = {
+  branding: route({
+    method: 'GET',
+    path: '/api/auth/branding',
+    summary:
+      "The branding the sign-in page of `host` shows (a customer host: its tenant's; any other host: the install's); the same answer as GET /api/public/branding from that host",
+    access: 'anonymous (internal mode)',
+    anonymous: true,
+    query: Type.Object({ host: HostQuery }, { additionalProperties: false }),
+    responses: { 200: PublicBranding, 400: Problem },
+  }),
   login: route({
     method: 'POST',
     path: '/api/auth/login',
@@ -74,6 +96,8 @@ export const authContract = {
         { additionalProperties: false },
       ),
       401: Problem,
+      /** `tenant_suspended`: right password, but the customer's tenant is suspended. */
+      403: Problem,
       423: Problem,
       429: Problem,
       503: Problem,

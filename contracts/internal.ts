@@ -140,6 +140,8 @@ export const internalContract = {
       ),
       400: Problem,
       401: Problem,
+      /** `tenant_suspended`, to the holder of a valid credential only. */
+      403: Problem,
     },
   }),
   health: route({

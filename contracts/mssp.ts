@@ -2,9 +2,11 @@ import type { TSchema } from 'typebox';
 import Type from 'typebox';
 import { AdapterStatus } from './adapter-status.ts';
 import { Email } from './email.ts';
+import { InstallSettingsUpdate, InstallSettingsView } from './install-settings.ts';
 import { InvestigationStatus, Severity } from './investigation-values.ts';
 import { type Impersonation, type Method, Problem, type Route, route, Uuid } from './route.ts';
 import { Branding, TenantConfig } from './tenant-config.ts';
+import { ConfigRevision, TenantConfigUpdate, TenantConfigView } from './tenant-config-revisions.ts';
 import { Timestamp } from './timestamp.ts';
 import { TriagePolicy } from './triage-policy.ts';
 
@@ -56,6 +58,7 @@ export const TenantState = Type.Union([
   Type.Literal('pending'),
   Type.Literal('provisioning'),
   Type.Literal('active'),
+  Type.Literal('suspended'),
   Type.Literal('decommissioning'),
   Type.Literal('soft-deleted'),
 ]);
@@ -129,6 +132,12 @@ export const Tenant = Type.Object(
 const Limit = Type.Integer({ minimum: 1, maximum: 200 });
 const Cursor = Type.String({ pattern: '^[A-Za-z0-9_-]{1,200}$' });
 const TenantParams = Type.Object({ tenant_id: Uuid }, { additionalProperties: false });
+
+/** `:suspend` and `:resume`: `{}` or a reason kept in the lifecycle event and the audit row. */
+const SuspensionBody = Type.Object(
+  { reason: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })) },
+  { additionalProperties: false },
+);
 
 export const AuditRow = Type.Object(
   {
@@ -240,6 +249,33 @@ export const msspTenantContract = {
     summary: 'Start decommissioning an active tenant (grace period begins)',
     access: 'platform_admin, mssp_admin',
     params: TenantParams,
+    responses: {
+      200: Type.Object({ tenant: Tenant }, { additionalProperties: false }),
+      404: Problem,
+      409: Problem,
+    },
+  }),
+  suspend: msspRoute('deny', {
+    method: 'POST',
+    path: '/api/mssp/tenants/{tenant_id}:suspend',
+    summary:
+      "Suspend an active tenant: its workloads scale to zero (data kept), its adapter and customers are refused, its customers' sessions end",
+    access: 'platform_admin, mssp_admin',
+    params: TenantParams,
+    body: SuspensionBody,
+    responses: {
+      200: Type.Object({ tenant: Tenant }, { additionalProperties: false }),
+      404: Problem,
+      409: Problem,
+    },
+  }),
+  resume: msspRoute('deny', {
+    method: 'POST',
+    path: '/api/mssp/tenants/{tenant_id}:resume',
+    summary: 'Resume a suspended tenant: its workloads get their replicas back, parked jobs run',
+    access: 'platform_admin, mssp_admin',
+    params: TenantParams,
+    body: SuspensionBody,
     responses: {
       200: Type.Object({ tenant: Tenant }, { additionalProperties: false }),
       404: Problem,
@@ -478,6 +514,52 @@ export const msspUserManagementContract = {
       404: Problem,
       409: Problem,
     },
+  }),
+} as const;
+
+/**
+ * The MSSP user lifecycle (issue 15): platform_admin only (spec §5.8 gives mssp_admin read
+ * and invite on MSSP-side users). Customer users are not found here (404): they have
+ * `…/tenants/{tenant_id}/users/{user_id}:deactivate`.
+ */
+const UserOnly = Type.Object({ id: Uuid }, { additionalProperties: false });
+const OneUser = Type.Object({ user: User }, { additionalProperties: false });
+export const msspUserLifecycleContract = {
+  disableUser: msspRoute('deny', {
+    method: 'POST',
+    path: '/api/mssp/users/{id}:disable',
+    summary:
+      'Disable an MSSP user and revoke all of its sessions (idempotent); never the last enabled platform_admin or oneself',
+    access: 'platform_admin (not with an impersonation token)',
+    params: UserOnly,
+    responses: { 200: OneUser, 403: Problem, 404: Problem, 409: Problem },
+  }),
+  enableUser: msspRoute('deny', {
+    method: 'POST',
+    path: '/api/mssp/users/{id}:enable',
+    summary: 'Enable a disabled MSSP user (idempotent)',
+    access: 'platform_admin (not with an impersonation token)',
+    params: UserOnly,
+    responses: { 200: OneUser, 403: Problem, 404: Problem },
+  }),
+  changeUserRole: msspRoute('deny', {
+    method: 'PATCH',
+    path: '/api/mssp/users/{id}',
+    summary:
+      "Change an MSSP user's role and revoke all of its sessions; never demote the last enabled platform_admin or oneself",
+    access: 'platform_admin (not with an impersonation token)',
+    params: UserOnly,
+    body: Type.Object(
+      {
+        role: Type.Union([
+          Type.Literal('platform_admin'),
+          Type.Literal('mssp_admin'),
+          Type.Literal('analyst'),
+        ]),
+      },
+      { additionalProperties: false },
+    ),
+    responses: { 200: OneUser, 403: Problem, 404: Problem, 409: Problem },
   }),
 } as const;
 
@@ -799,13 +881,90 @@ export const msspBrandingContract = {
   }),
 } as const;
 
+/** Configuration revisions (issue 15; docs/operations.md "Configuration revisions"). */
+export const msspConfigContract = {
+  getConfig: msspRoute('own_tenant', {
+    method: 'GET',
+    path: '/api/mssp/tenants/{tenant_id}/config',
+    summary:
+      "A tenant's applied configuration (secret-free), its revision and the revision being rolled out",
+    access: 'platform_admin, mssp_admin, analyst',
+    params: TenantOnly,
+    responses: { 200: TenantConfigView, 404: Problem },
+  }),
+  putConfig: msspRoute('deny', {
+    method: 'PUT',
+    path: '/api/mssp/tenants/{tenant_id}/config',
+    summary:
+      "Change an active tenant's configuration: a new revision the orchestrator rolls out like an upgrade (202); an unchanged configuration writes nothing (200)",
+    access: 'platform_admin, mssp_admin (not with an impersonation token)',
+    params: TenantOnly,
+    body: TenantConfigUpdate,
+    responses: {
+      200: TenantConfigView,
+      202: TenantConfigView,
+      400: Problem,
+      403: Problem,
+      404: Problem,
+      409: Problem,
+      422: Problem,
+      503: Problem,
+    },
+  }),
+  listConfigRevisions: msspRoute('own_tenant', {
+    method: 'GET',
+    path: '/api/mssp/tenants/{tenant_id}/config/revisions',
+    summary: "A tenant's configuration revisions, newest first, each with its outcome",
+    access: 'platform_admin, mssp_admin, analyst',
+    params: TenantOnly,
+    query: Type.Object(
+      { limit: Type.Optional(Limit), cursor: Type.Optional(Cursor) },
+      { additionalProperties: false },
+    ),
+    responses: {
+      200: Type.Object(
+        {
+          items: Type.Array(ConfigRevision),
+          next_cursor: Type.Union([Type.String(), Type.Null()]),
+        },
+        { additionalProperties: false },
+      ),
+      400: Problem,
+      404: Problem,
+    },
+  }),
+} as const;
+
+/** Install settings (spec §2.2, §2.4; contracts/install-settings.ts). */
+export const msspSettingsContract = {
+  getSettings: msspRoute('deny', {
+    method: 'GET',
+    path: '/api/mssp/settings',
+    summary: 'The install settings: each key with its effective value and default',
+    access: 'platform_admin, mssp_admin, analyst (not with an impersonation token)',
+    responses: { 200: InstallSettingsView },
+  }),
+  putSettings: msspRoute('deny', {
+    method: 'PUT',
+    path: '/api/mssp/settings',
+    summary:
+      'Set some install settings (keys not named keep their value); audited as settings.update',
+    access: 'platform_admin (not with an impersonation token)',
+    body: InstallSettingsUpdate,
+    responses: { 200: InstallSettingsView, 403: Problem, 409: Problem, 422: Problem },
+  }),
+} as const;
+
 /** `/api/mssp/*` (spec §4.2). */
 export const msspContract = {
   ...msspTenantContract,
   ...msspUserContract,
   ...msspUserManagementContract,
+  ...msspUserLifecycleContract,
+  ...msspSettingsContract,
   ...msspTriageContract,
   ...msspCrossTenantContract,
   ...msspLlmContract,
   ...msspBrandingContract,
+  ...msspConfigContract,
 } as const;

@@ -12,7 +12,7 @@ import { CANONICAL_UUID } from './uuid.ts';
  * image.registry, ingress hostnames, database.external.host/existingSecret) are what an
  * operator must write. Keys beyond §2.9, each needed to run the package and documented in
  * docs/charts-system.md: `install.namespace`, `serviceAccount.name`, `api.replicas`, `worker`,
- * `resources.worker`, `database.image`, `database.external.ssl`, `networkPolicies`.
+ * `resources.worker`, `database.image`, `database.external.ssl`, `networkPolicies`, `edgeProxy`.
  *
  * Patterns avoid look-arounds: Helm checks them with Go's RE2 engine.
  */
@@ -24,6 +24,11 @@ const dnsLabel = (options: object = {}) =>
   Type.String({ ...options, pattern: `^${DnsLabelPattern}$` });
 const HostnamePattern = `${DnsLabelPattern}(\\.${DnsLabelPattern})*`;
 const Hostname = Type.String({ maxLength: 253, pattern: `^${HostnamePattern}$` });
+/** A Kubernetes label key (optional DNS prefix, then a name of at most 63 characters). */
+const LabelKeyPattern = `^(${HostnamePattern}/)?[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$`;
+const LabelValue = Type.String({
+  pattern: '^([A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?)?$',
+});
 /** One `*` label in front of a hostname with at least two labels: `*.customers.example.com`. */
 const WildcardHostname = Type.String({
   maxLength: 253,
@@ -207,8 +212,77 @@ export const SystemValues = Type.Object(
       },
       closed,
     ),
+    /** The edge proxy (issue 15; spec §2.9 monitorIngress.mode=edge-proxy). */
+    edgeProxy: Type.Object(
+      {
+        enabled: Type.Boolean({ default: false }),
+        image: Type.Object(
+          {
+            repository: Type.String({
+              pattern: '^[a-z0-9]([a-z0-9.:/_-]*[a-z0-9])?$',
+              default: 'docker.io/library/haproxy',
+            }),
+            tag: Type.String({ pattern: '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$', default: '2.6' }),
+          },
+          closed,
+        ),
+        replicas: Type.Integer({ minimum: 1, maximum: 20, default: 2 }),
+        /** Above the health port (8404) and leaving room for pairs below 65535. */
+        portBase: Type.Integer({ minimum: 10000, maximum: 60000, default: 20000 }),
+        clusterDomain: Type.String({
+          maxLength: 200,
+          pattern: `^${HostnamePattern}$`,
+          default: 'cluster.local',
+        }),
+        service: Type.Object(
+          {
+            type: Type.Union([Type.Literal('LoadBalancer'), Type.Literal('ClusterIP')], {
+              default: 'LoadBalancer',
+            }),
+            annotations: Type.Record(Type.String(), Type.String(), { default: {} }),
+          },
+          closed,
+        ),
+        resources: resources({ cpu: '100m', memory: '128Mi' }, { cpu: '1', memory: '512Mi' }),
+      },
+      closed,
+    ),
     licensing: Type.Object({ enabled: Type.Boolean({ default: false }) }, closed),
     telemetry: Type.Object({ enabled: Type.Boolean({ default: false }) }, closed),
+    /** Prometheus metrics (issue 15): `GET /metrics` on its own port of every svc pod. */
+    metrics: Type.Object(
+      {
+        enabled: Type.Boolean({ default: true }),
+        /** SVC_METRICS_PORT; not the API's 8080. */
+        port: Type.Integer({ minimum: 1024, maximum: 65535, not: { const: 8080 }, default: 9464 }),
+        /**
+         * matchLabels of the namespaces whose pods may scrape the port (with
+         * networkPolicies.enabled); `{}` admits every namespace.
+         */
+        scrapeNamespaceSelector: Type.Record(
+          Type.String({ pattern: LabelKeyPattern }),
+          LabelValue,
+          {
+            ...closed,
+            default: { 'kubernetes.io/metadata.name': 'monitoring' },
+          },
+        ),
+        /** A prometheus-operator ServiceMonitor and the headless Service it selects. */
+        serviceMonitor: Type.Object(
+          {
+            enabled: Type.Boolean({ default: false }),
+            interval: Type.String({ pattern: '^[0-9]{1,4}(ms|s|m)$', default: '30s' }),
+            /** Labels a Prometheus selects ServiceMonitors by (e.g. `release: prometheus`). */
+            labels: Type.Record(Type.String({ pattern: LabelKeyPattern }), LabelValue, {
+              ...closed,
+              default: {},
+            }),
+          },
+          closed,
+        ),
+      },
+      closed,
+    ),
   },
   closed,
 );

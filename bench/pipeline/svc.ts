@@ -12,6 +12,7 @@ import { type Config, loadConfig } from '../../src/config/index.ts';
 import type { DatabaseTarget } from '../../src/db/target.ts';
 import { clientConfig } from '../../src/db/target.ts';
 import type { IngestService } from '../../src/domains/ingest/ingest-service.ts';
+import { createJobSuspensionGate } from '../../src/domains/tenants/tenant-suspension.ts';
 import { createLogger } from '../../src/log/index.ts';
 import { pipelineJobs } from '../../src/workers/jobs/pipeline-jobs.ts';
 import type { JobHandler } from '../../src/workers/runtime.ts';
@@ -95,7 +96,12 @@ export async function startSvc(
       });
       // No cluster: no Secrets (the stand-in wants no key) and no tenant components (analyzers
       // are off by the default policy, and nothing is approved, so no case is opened).
-      const table = jobs ?? pipelineJobs(composePipeline(workerCore, { kubeConfig: undefined }));
+      const table =
+        jobs ??
+        pipelineJobs(
+          composePipeline(workerCore, { kubeConfig: undefined }),
+          createJobSuspensionGate({ db: workerCore.db }),
+        );
       try {
         const workers = await composeWorkers(workerCore, {
           concurrency,

@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Hono } from 'hono';
 import pg from 'pg';
+import { TenantState } from '../../contracts/mssp.ts';
 import { createOriginPolicy, type OriginPolicy } from '../auth/csrf.ts';
 import { createPasswordHasher, type HashParams, type PasswordHasher } from '../auth/passwords.ts';
 import { createNamespaceStore } from '../cluster/namespaces.ts';
@@ -19,12 +20,14 @@ import {
   createAdapterService,
   issueBootstrapCredential,
 } from '../domains/adapter/adapter-service.ts';
+import { type AuditRetention, createAuditRetention } from '../domains/audit/audit-retention.ts';
 import { createAuditService } from '../domains/audit/audit-service.ts';
 import { createBrandingService } from '../domains/branding/branding-service.ts';
 import { createEventHub, type EventHub } from '../domains/events/index.ts';
 import { createIngestService } from '../domains/ingest/ingest-service.ts';
 import { createIngestRateLimiter } from '../domains/ingest/rate-limit.ts';
 import { createInvestigationService } from '../domains/investigations/investigation-service.ts';
+import { queueDepth } from '../domains/jobs/job-repository.ts';
 import { createJobService } from '../domains/jobs/job-service.ts';
 import { createLlmService } from '../domains/llm/llm-service.ts';
 import { createTenantComponents } from '../domains/pipeline/components.ts';
@@ -41,15 +44,28 @@ import {
   type CredentialWatch,
   createCredentialWatch,
 } from '../domains/sessions/credential-watch.ts';
+import { countLiveSessions } from '../domains/sessions/session-repository.ts';
 import { createAuthService } from '../domains/sessions/session-service.ts';
+import { readAuditRetentionDays } from '../domains/settings/settings-repository.ts';
+import { createSettingsService } from '../domains/settings/settings-service.ts';
+import { createTenantConfigService } from '../domains/tenants/tenant-config-service.ts';
+import { countByState } from '../domains/tenants/tenant-repository.ts';
 import { createTenantService } from '../domains/tenants/tenant-service.ts';
+import { createJobSuspensionGate } from '../domains/tenants/tenant-suspension.ts';
 import { createCrossTenantTriageService } from '../domains/triage/cross-tenant-service.ts';
 import { createTriageService } from '../domains/triage/triage-service.ts';
+import { createUserLifecycle } from '../domains/users/user-lifecycle.ts';
 import { createUserService } from '../domains/users/user-service.ts';
 import { createHostPolicy } from '../http/hosts.ts';
 import { type ApiServices, createApp } from '../http/server/app.ts';
 import { WEB_DIST_DIR } from '../http/web/spa.ts';
 import type { Logger } from '../log/index.ts';
+import { countingIngest, countingSignIns, countingTakes } from '../metrics/counted.ts';
+import {
+  createMetricsRegistry,
+  type MetricsRegistry,
+  type ScrapeSources,
+} from '../metrics/registry.ts';
 import { type OutboundPolicy, type SafeFetchInit, safeFetch } from '../net/outbound-url.ts';
 import { BUNDLED_CHARTS_DIR, loadChartCatalog } from '../orchestrator/catalog.ts';
 import type { OrchestratorDeps, OrchestratorTiming, TenancyDeps } from '../orchestrator/context.ts';
@@ -66,8 +82,14 @@ import {
   signingKeyFromPem,
   type TokenService,
 } from '../tokens/index.ts';
+import { auditPurgeSchedule } from '../workers/jobs/audit-purge.ts';
 import { pipelineJobs } from '../workers/jobs/pipeline-jobs.ts';
-import { createWorkerRuntime, type JobHandler, type WorkerRuntime } from '../workers/runtime.ts';
+import {
+  createWorkerRuntime,
+  type JobHandler,
+  type Schedule,
+  type WorkerRuntime,
+} from '../workers/runtime.ts';
 
 /**
  * The object graph of one svc process, built here once: `svc serve`, `svc orchestrator`, the
@@ -85,6 +107,8 @@ export interface CoreInput {
   poolSize?: number;
   /** A pool the caller already holds (a test database's), instead of a new one. */
   db?: AppDatabase;
+  /** The process's metrics; default a fresh registry without process metrics. */
+  metrics?: MetricsRegistry;
 }
 
 export interface Core {
@@ -96,6 +120,8 @@ export interface Core {
   system: SystemGate;
   hasher: PasswordHasher;
   tokens: TokenService;
+  /** One registry per process: every part records into it, `/metrics` reads it. */
+  metrics: MetricsRegistry;
   close(): Promise<void>;
 }
 
@@ -120,6 +146,7 @@ export async function composeCore(input: CoreInput): Promise<Core> {
     system,
     hasher,
     tokens: createTokenService({ key, now }),
+    metrics: input.metrics ?? createMetricsRegistry(),
     close: async () => {
       // A borrowed pool stays open: its owner closes it.
       await Promise.all([input.db ? undefined : db.close(), system.close()]);
@@ -164,12 +191,20 @@ export interface Api {
 
 /** Every domain service the API calls, over the core's database, gate, hasher and clock. */
 export function composeServices(core: Core, input: ApiInput = {}): ApiServices {
-  const { db, system, hasher, now, tokens, config } = core;
+  const { db, system, hasher, now, tokens, config, metrics } = core;
   const authMode = config.authMode;
   const policy = outboundPolicy(config);
+  const tenantConfig = createTenantConfigService({
+    db,
+    secrets: input.secrets,
+    checks: { outbound: config.outbound, preview: input.tenancy?.previewValues },
+    kick: input.tenancy ? () => input.tenancy?.kick() : undefined,
+  });
   return {
-    sessions: createAuthService({ db, hasher, now, authMode }),
+    sessions: countingSignIns(createAuthService({ db, hasher, now, authMode, metrics }), metrics),
     users: createUserService({ db, system, hasher, now, authMode }),
+    userLifecycle: createUserLifecycle({ db, now }),
+    settings: createSettingsService({ db, now }),
     tenants: createTenantService({
       db,
       system,
@@ -184,16 +219,24 @@ export function composeServices(core: Core, input: ApiInput = {}): ApiServices {
     }),
     audit: createAuditService({ db, system }),
     adapter: createAdapterService({ db, tokens, now }),
-    ingest: createIngestService({
-      db,
-      limiter: createIngestRateLimiter(config.ingest, () => now().getTime()),
-      triageDelayMs: config.worker.triageDelayMs,
-      now,
-    }),
+    ingest: countingIngest(
+      createIngestService({
+        db,
+        limiter: countingTakes(
+          createIngestRateLimiter(config.ingest, () => now().getTime()),
+          'ingest',
+          metrics,
+        ),
+        triageDelayMs: config.worker.triageDelayMs,
+        now,
+      }),
+      metrics,
+    ),
     triage: createTriageService({ db, now }),
     crossTenant: createCrossTenantTriageService({ system }),
     investigations: createInvestigationService({ db, now }),
-    branding: createBrandingService({ db }),
+    branding: createBrandingService({ db, revise: tenantConfig.brandingChanged }),
+    tenantConfig,
     llm: createLlmService({
       db,
       secrets: input.secrets,
@@ -204,6 +247,7 @@ export function composeServices(core: Core, input: ApiInput = {}): ApiServices {
       timeoutMs: config.worker.llmTimeoutMs,
       logger: core.logger,
       checkPolicy,
+      metrics,
     }),
   };
 }
@@ -232,10 +276,12 @@ export async function composeApi(core: Core, input: ApiInput = {}): Promise<Api>
     localSubdomains: input.localSubdomains ?? localDefault,
   });
   const services = composeServices(core, input);
+  core.metrics.read(scrapeSources(core, events));
   const app = createApp({
     authMode: config.authMode,
     trustedProxyCidrs: config.trustedProxyCidrs,
     logger,
+    metrics: core.metrics,
     databaseReady: db.ping,
     api: {
       auth: config.auth,
@@ -257,6 +303,26 @@ export async function composeApi(core: Core, input: ApiInput = {}): Promise<Api>
     watch,
     origins,
     close: () => events.close(),
+  };
+}
+
+/**
+ * What an API process reports at scrape time: install-wide counts read as svc_app (every API
+ * replica reports the same figures; aggregate them with max) and this process's SSE streams.
+ */
+function scrapeSources(core: Core, events: EventHub): ScrapeSources {
+  const { db, now } = core;
+  const states = TenantState.anyOf.map((literal) => literal.const);
+  return {
+    sessionsLive: () => db.withoutTenant((tx) => countLiveSessions(tx, now())),
+    tenantsByState: async () => {
+      const rows = await db.withoutTenant((tx) => countByState(tx));
+      const counts = Object.fromEntries(states.map((state): [string, number] => [state, 0]));
+      for (const row of rows) counts[row.state] = row.n;
+      return counts;
+    },
+    jobQueue: () => db.withoutTenant((tx) => queueDepth(tx)),
+    sseSubscribers: () => events.status().subscribers,
   };
 }
 
@@ -320,6 +386,19 @@ export async function composeTenancy(
   const secrets = createSecretStore(kubeConfig, core.config.installNamespace);
   const tenancy = await composeOrchestration(core, { kubeConfig, secrets, run: input.run });
   return { secrets, tenancy };
+}
+
+/** The audit retention purge over the core's gate and clock (the schedule, `svc audit purge`). */
+export function composeAuditRetention(
+  core: Core,
+  input: { batchSize?: number } = {},
+): AuditRetention {
+  return createAuditRetention({
+    system: core.system,
+    now: core.now,
+    retentionDays: readAuditRetentionDays,
+    ...input,
+  });
 }
 
 /** The projections domain over the core (the projector's folds, `svc projections rebuild`). */
@@ -420,6 +499,7 @@ export function composePipeline(core: Core, input: PipelineInput = {}): Pipeline
     timeoutMs: config.worker.llmTimeoutMs,
     logger: core.logger,
     checkPolicy,
+    metrics: core.metrics,
   });
   const components = createTenantComponents({
     db,
@@ -434,6 +514,8 @@ export interface WorkersInput {
   /** The job table; default every svc job (the pipeline's, composePipeline). */
   pipeline?: PipelineInput;
   jobs?: Readonly<Record<string, JobHandler>>;
+  /** Install-scoped work on a clock; default the daily audit retention purge. */
+  schedules?: readonly Schedule[];
   /** Start taking jobs (false: the caller starts them); default true. */
   run?: boolean;
   concurrency?: number;
@@ -465,8 +547,12 @@ export async function composeWorkers(core: Core, input: WorkersInput = {}): Prom
   const runtime = createWorkerRuntime({
     pool,
     tokens: core.tokens,
-    jobs: input.jobs ?? pipelineJobs(composePipeline(core, input.pipeline)),
+    jobs:
+      input.jobs ??
+      pipelineJobs(composePipeline(core, input.pipeline), createJobSuspensionGate({ db: core.db })),
+    schedules: input.schedules ?? [auditPurgeSchedule(composeAuditRetention(core), logger)],
     refusals: { record: (refusal) => jobService.recordRefusal(refusal) },
+    metrics: core.metrics,
     liveness,
     logger,
     concurrency,
@@ -498,6 +584,8 @@ export interface OpenOptions {
    */
   migrate?: 'always' | 'embedded';
   poolSize?: number;
+  /** The server roles: Node's process metrics (`svc_process_*`, `svc_nodejs_*`) too. */
+  processMetrics?: boolean;
 }
 
 /** A process's database: embedded or external, migrated, with the core over it. */
@@ -520,6 +608,7 @@ export async function openCore(
       logger,
       target: runtime.target,
       ...(options.poolSize !== undefined ? { poolSize: options.poolSize } : {}),
+      metrics: createMetricsRegistry({ processMetrics: options.processMetrics ?? false }),
     });
     return {
       ...core,

@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { ConfigError, loadConfig } from '../config/index.ts';
 import { createLogger } from '../log/index.ts';
+import { registerAuditCommands } from './audit.ts';
 import { registerProjectionCommands } from './projections.ts';
 import { registerTenantCommands } from './tenants/commands.ts';
 
@@ -130,6 +131,7 @@ auth
 
 registerTenantCommands(program);
 registerProjectionCommands(program, configOrExit, (config) => createLogger(config.logLevel));
+registerAuditCommands(program, configOrExit, (config) => createLogger(config.logLevel));
 
 /** `svc auth set-password`, as typed: the names from the program down to this command. */
 function fullName(command: Command): string {

@@ -2,6 +2,7 @@ import { composeTenancy, openCore } from '../app/compose.ts';
 import { loadKubeConfig } from '../cluster/secrets.ts';
 import { type Config, ConfigError } from '../config/index.ts';
 import type { Logger } from '../log/index.ts';
+import { listenMetrics, type MetricsListener } from '../metrics/server.ts';
 
 /**
  * `svc orchestrator`: the tenant lifecycle loop without HTTP, for installs that run it as its
@@ -14,8 +15,10 @@ export async function runOrchestrator(config: Config, logger: Logger): Promise<v
   );
   // Refused before the database is opened: a misconfigured orchestrator starts nothing.
   if (!loadKubeConfig()) throw missing;
-  const core = await openCore(config, logger);
+  const core = await openCore(config, logger, { processMetrics: true });
+  let metrics: MetricsListener | undefined;
   try {
+    metrics = await listenMetrics({ ...config.metrics, metrics: core.metrics, logger });
     const cluster = await composeTenancy(core, { run: true });
     if (!cluster) throw missing;
     logger.info({ install_namespace: config.installNamespace }, 'orchestrator running');
@@ -29,6 +32,7 @@ export async function runOrchestrator(config: Config, logger: Logger): Promise<v
     });
     await cluster.tenancy.stop();
   } finally {
+    await metrics?.close();
     await core.close();
   }
 }

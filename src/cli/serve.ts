@@ -10,11 +10,14 @@ import { generatePassword } from '../auth/passwords.ts';
 import type { Config } from '../config/index.ts';
 import type { UserService } from '../domains/users/user-service.ts';
 import type { Logger } from '../log/index.ts';
+import { listenMetrics, type MetricsListener } from '../metrics/server.ts';
 
 /** `svc serve`: database up and migrated, then HTTP until SIGINT/SIGTERM. */
 export async function serve(config: Config, logger: Logger): Promise<void> {
-  const core = await openCore(config, logger);
+  const core = await openCore(config, logger, { processMetrics: true });
+  let metrics: MetricsListener | undefined;
   try {
+    metrics = await listenMetrics({ ...config.metrics, metrics: core.metrics, logger });
     const cluster = await composeTenancy(core);
     if (!cluster)
       logger.warn('no cluster access (in-cluster or KUBECONFIG): tenant creation answers 503');
@@ -47,6 +50,7 @@ export async function serve(config: Config, logger: Logger): Promise<void> {
       await cluster?.tenancy.stop();
     }
   } finally {
+    await metrics?.close();
     await core.close();
   }
 }

@@ -1,6 +1,7 @@
 import { composeWorkers, openCore } from '../app/compose.ts';
 import type { Config } from '../config/index.ts';
 import type { Logger } from '../log/index.ts';
+import { listenMetrics, type MetricsListener } from '../metrics/server.ts';
 
 /**
  * `svc worker`: only the job workers (the system chart's worker Deployment). Any number of
@@ -8,8 +9,13 @@ import type { Logger } from '../log/index.ts';
  * has its jobs run again by the others within seconds (docs/jobs.md).
  */
 export async function runWorker(config: Config, logger: Logger): Promise<void> {
-  const core = await openCore(config, logger, { poolSize: config.worker.concurrency + 2 });
+  const core = await openCore(config, logger, {
+    poolSize: config.worker.concurrency + 2,
+    processMetrics: true,
+  });
+  let metrics: MetricsListener | undefined;
   try {
+    metrics = await listenMetrics({ ...config.metrics, metrics: core.metrics, logger });
     const workers = await composeWorkers(core);
     logger.info({ concurrency: config.worker.concurrency }, 'worker running');
     await new Promise<void>((resolve) => {
@@ -22,6 +28,7 @@ export async function runWorker(config: Config, logger: Logger): Promise<void> {
     });
     await workers.stop();
   } finally {
+    await metrics?.close();
     await core.close();
   }
 }

@@ -8,6 +8,15 @@ export interface SecretStore {
    * Throws ClusterUnavailableError when the cluster cannot be reached or the namespace is missing.
    */
   create(name: string, data: Record<string, string>, labels: Record<string, string>): Promise<void>;
+  /**
+   * Sets the Secret's data whole (a configuration change rewriting a key), creating the Secret
+   * when it does not exist. Errors as create.
+   */
+  replace(
+    name: string,
+    data: Record<string, string>,
+    labels: Record<string, string>,
+  ): Promise<void>;
   /** Deletes the Secret; with `uid`, only that very object (not one recreated under its name). */
   remove(name: string, uid?: string): Promise<void>;
   read(name: string): Promise<Record<string, string> | undefined>;
@@ -85,6 +94,24 @@ export function createSecretStore(kubeConfig: KubeConfig, namespace: string): Se
         });
       } catch (error) {
         throw clusterError(error, namespace);
+      }
+    },
+    async replace(name, data, labels) {
+      const body = {
+        metadata: { name, namespace, labels: { 'managed-by': 'svc', ...labels } },
+        type: 'Opaque',
+        stringData: data,
+      };
+      try {
+        await core.replaceNamespacedSecret({ name, namespace, body });
+      } catch (error) {
+        if (!(error instanceof ApiException && error.code === 404))
+          throw clusterError(error, namespace);
+        try {
+          await core.createNamespacedSecret({ namespace, body });
+        } catch (created) {
+          throw clusterError(created, namespace);
+        }
       }
     },
     async remove(name, uid) {

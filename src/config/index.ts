@@ -4,6 +4,7 @@ import { DATABASE_SETTINGS, type DatabaseConfig, readDatabase } from './database
 import type { Env, Setting } from './env.ts';
 import { INGEST_SETTINGS, type IngestConfig, readIngest } from './ingest.ts';
 import { INSTALL_SETTINGS, type InstallConfig, readInstall, readPlacement } from './install.ts';
+import { METRICS_SETTINGS, type MetricsConfig, readMetrics } from './metrics.ts';
 import {
   ORCHESTRATOR_SETTINGS,
   type OrchestratorConfig,
@@ -25,6 +26,7 @@ export {
 export { ConfigError, durationMs } from './env.ts';
 export type { IngestConfig } from './ingest.ts';
 export type { InstallConfig } from './install.ts';
+export type { MetricsConfig } from './metrics.ts';
 export { type OrchestratorConfig, parseImage } from './orchestrator.ts';
 export type { ProjectorConfig } from './projector.ts';
 export type { TokenKeyConfig } from './token-key.ts';
@@ -48,6 +50,7 @@ export interface Config extends ServerConfig {
   worker: WorkerConfig;
   outbound: OutboundConfig;
   ingest: IngestConfig;
+  metrics: MetricsConfig;
 }
 
 /** Every environment variable svc reads; the README's configuration table mirrors this. */
@@ -61,6 +64,7 @@ export const SETTINGS = {
   ...WORKER_SETTINGS,
   ...OUTBOUND_SETTINGS,
   ...INGEST_SETTINGS,
+  ...METRICS_SETTINGS,
   ...CLI_SETTINGS,
   ...DATABASE_SETTINGS,
 } as const satisfies Record<string, Setting>;
@@ -80,5 +84,6 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): Config 
     worker: readWorker(env),
     outbound: readOutbound(env),
     ingest: readIngest(env),
+    metrics: readMetrics(env),
   };
 }

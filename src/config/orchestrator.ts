@@ -17,6 +17,10 @@ export interface OrchestratorConfig {
   apiUrl: string | undefined;
   storageClassName: string;
   edgePortBase: number;
+  /** Whether svc renders and rolls out the edge proxy (charts/svc-system `edgeProxy.enabled`). */
+  edgeProxy: boolean;
+  /** The cluster's DNS domain: the edge proxy reaches `monitor.tenant-<slug>.svc.<domain>`. */
+  clusterDomain: string;
   defaultLlm: { provider: string; baseUrl: string; model: string };
 }
 
@@ -68,6 +72,17 @@ export const ORCHESTRATOR_SETTINGS = {
     schema: Type.Integer({ minimum: 1024, maximum: 60000 }),
     expected: 'an integer 1024-60000 (first port of the edge-proxy range)',
   },
+  SVC_EDGE_PROXY: {
+    schema: Type.Union([Type.Literal('on'), Type.Literal('off')]),
+    expected: 'on or off (svc writes the edge proxy config in the install namespace)',
+  },
+  SVC_CLUSTER_DOMAIN: {
+    schema: Type.String({
+      pattern: '^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$',
+      maxLength: 200,
+    }),
+    expected: 'the cluster DNS domain, e.g. cluster.local',
+  },
   SVC_LLM_PROVIDER: {
     schema: Type.String({ pattern: '^[a-z][a-z0-9_-]{0,31}$' }),
     expected: 'an LLM provider name (defaults.llm.provider)',
@@ -103,6 +118,8 @@ export function readOrchestrator(env: Env): OrchestratorConfig {
     apiUrl: read(env, 'SVC_API_URL'),
     storageClassName: read(env, 'SVC_TENANT_STORAGE_CLASS') ?? '',
     edgePortBase: read(env, 'SVC_EDGE_PORT_BASE') ?? 20_000,
+    edgeProxy: (read(env, 'SVC_EDGE_PROXY') ?? 'off') === 'on',
+    clusterDomain: read(env, 'SVC_CLUSTER_DOMAIN') ?? 'cluster.local',
     defaultLlm: {
       provider: read(env, 'SVC_LLM_PROVIDER') ?? '',
       baseUrl: read(env, 'SVC_LLM_BASE_URL') ?? '',

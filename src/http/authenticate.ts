@@ -155,6 +155,13 @@ async function fromProxy(c: Context, deps: AuthenticateDeps): Promise<Identity> 
   if (!record || record.disabled_at !== null) {
     throw new ProblemError(403, 'unknown_user', 'This account is not provisioned in svc');
   }
+  if (record.tenant_suspended) {
+    throw new ProblemError(
+      403,
+      'tenant_suspended',
+      'This organisation is suspended. Contact your service provider.',
+    );
+  }
   c.set('credential', {
     kind: 'proxy',
     userId: record.id,

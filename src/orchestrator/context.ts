@@ -7,6 +7,7 @@ import type { SystemGate } from '../db/system-gate.ts';
 import type { ValuesPreview } from '../domains/tenants/tenant-config.ts';
 import type { BootstrapCredentialIssuer } from '../domains/tenants/tenant-types.ts';
 import type { Logger } from '../log/index.ts';
+import type { Metrics } from '../metrics/metrics.ts';
 import type { TokenService } from '../tokens/index.ts';
 import type { ChartCatalog } from './catalog.ts';
 import type { InstallFacts, RenderSettings } from './render.ts';
@@ -57,9 +58,20 @@ export interface OrchestratorDeps {
   systemVersion: string;
   /** First port of the edge-proxy range; pair k is base+2k, base+2k+1. */
   edgePortBase: number;
+  /** The edge proxy in the install namespace (SVC_EDGE_PROXY, SVC_CLUSTER_DOMAIN). */
+  edgeProxy: EdgeProxySettings;
   timing: OrchestratorTiming;
   logger: Logger;
   now: () => Date;
+  /** Step durations and outcomes (`svc_provisioning_step_duration_seconds`). */
+  metrics: Pick<Metrics, 'provisioningStep'>;
+}
+
+export interface EdgeProxySettings {
+  /** Off: svc writes nothing for the proxy (the chart's `edgeProxy.enabled=false`). */
+  enabled: boolean;
+  /** The cluster's DNS domain, for the monitor Services' names. */
+  clusterDomain: string;
 }
 
 /** What the HTTP layer needs from the orchestrator (spec §3.1: creation, upgrade, decommission). */

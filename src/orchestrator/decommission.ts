@@ -11,6 +11,7 @@ import { tryTransition } from '../domains/tenants/tenant-lifecycle.ts';
 import { findTenant } from '../domains/tenants/tenant-repository.ts';
 import type { Tenant } from '../domains/tenants/tenant-types.ts';
 import { ORCHESTRATOR_ACTOR, type OrchestratorDeps } from './context.ts';
+import { syncEdgeProxyAfter } from './edge-proxy.ts';
 import { inspectNamespace } from './reconcile.ts';
 import { RELEASE_NAME } from './release.ts';
 import { namespaceLabels, namespaceOf } from './render.ts';
@@ -43,6 +44,8 @@ export async function advanceDecommission(deps: OrchestratorDeps, tenantId: stri
   await deps.db.withTenant(tenant.id, (tx) =>
     recordSoftDelete(tx, tenant, removed, retentionEndsAt),
   );
+  // Its pair is released: the proxy stops listening on it.
+  if (tenant.edge_port_pair !== null) await syncEdgeProxyAfter(deps, 'decommissioned', tenant.id);
 }
 
 type Removed = Awaited<ReturnType<typeof removeClusterObjects>>;

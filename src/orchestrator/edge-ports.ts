@@ -7,6 +7,11 @@ export function edgePorts(base: number, pair: number): EdgePorts {
   return { events: base + 2 * pair, enrollment: base + 2 * pair + 1 };
 }
 
+/** The last pair whose enrollment port is still a TCP port (≤ 65535) above `base`. */
+export function maxEdgePair(base: number): number {
+  return Math.floor((65_535 - base - 1) / 2);
+}
+
 const UNIQUE_VIOLATION = '23505';
 
 /**
@@ -19,7 +24,9 @@ export async function allocateEdgePorts(
 ): Promise<EdgePorts> {
   for (let attempt = 0; attempt < 20; attempt++) {
     try {
-      const pair = await deps.db.withoutTenant((tx) => allocateEdgePortPair(tx, tenantId));
+      const pair = await deps.db.withoutTenant((tx) =>
+        allocateEdgePortPair(tx, tenantId, maxEdgePair(deps.edgePortBase)),
+      );
       if (pair === undefined)
         throw new StepFailure(
           'edge_ports_allocated',

@@ -5,11 +5,14 @@ import {
   tokenHoldingTenantIds,
 } from '../domains/provisioning/provisioning-repository.ts';
 import type { WorkKind } from '../domains/provisioning/provisioning-types.ts';
+import { advanceConfigChange } from './config-rollout.ts';
 import type { OrchestratorDeps } from './context.ts';
 import { advanceDecommission, purgeTenant } from './decommission.ts';
+import { reconcileEdgeProxy } from './edge-proxy.ts';
 import { collectOrphanSecrets } from './orphans.ts';
 import { advanceProvisioning } from './provision.ts';
 import { reconcileTenant } from './reconcile.ts';
+import { advanceResume, advanceSuspension } from './suspension.ts';
 import type { TenantLocks } from './tenant-locks.ts';
 import { refreshAdapterToken } from './token-refresh.ts';
 import { advanceUpgrade } from './upgrade.ts';
@@ -69,11 +72,20 @@ export function createOrchestrator(
         case 'upgrade':
           await advanceUpgrade(deps, candidate.id, abort.signal);
           break;
+        case 'config':
+          await advanceConfigChange(deps, candidate.id, abort.signal);
+          break;
         case 'decommission':
           await advanceDecommission(deps, candidate.id);
           break;
         case 'purge':
           await purgeTenant(deps, candidate.id);
+          break;
+        case 'suspend':
+          await advanceSuspension(deps, candidate.id);
+          break;
+        case 'resume':
+          await advanceResume(deps, candidate.id);
           break;
       }
     } finally {
@@ -145,7 +157,10 @@ export function createOrchestrator(
     }
   }
 
-  /** Orphaned creation Secrets first (issue 18 item 6), then each tenant against the cluster. */
+  /**
+   * Orphaned creation Secrets first (issue 18 item 6), then each tenant against the cluster,
+   * then the edge proxy against the tenants holding a port pair (issue 15).
+   */
   async function reconcileAll(): Promise<void> {
     await collectOrphanSecrets(deps).catch((error) =>
       deps.logger.warn({ err: error }, 'orphan Secret collection failed; retried later'),
@@ -154,6 +169,9 @@ export function createOrchestrator(
       reconcilableTenantIds,
       (id) => reconcileTenant(deps, id),
       'reconciliation failed; retried later',
+    );
+    await reconcileEdgeProxy(deps).catch((error) =>
+      deps.logger.warn({ err: error }, 'edge proxy reconciliation failed; retried later'),
     );
   }
 

@@ -5,8 +5,9 @@ import type { Tenant } from '../domains/tenants/tenant-types.ts';
 import { putBootstrapSecrets } from './bootstrap-secrets.ts';
 import { ORCHESTRATOR_ACTOR, type OrchestratorDeps, tenantClusterRole } from './context.ts';
 import { allocateEdgePorts } from './edge-ports.ts';
+import { syncEdgeProxyAfter } from './edge-proxy.ts';
 import { awaitReadiness } from './readiness.ts';
-import { installPackage, latestConfig } from './release.ts';
+import { installPackage, storedConfig } from './release.ts';
 import { namespaceLabels, namespaceOf } from './render.ts';
 import { failProvisioning } from './rollback.ts';
 import { bindServiceIdentity } from './service-identity.ts';
@@ -34,7 +35,7 @@ export async function advanceProvisioning(
     const step = nextStep(done);
     if (step === undefined || step === 'package_ready') return; // transition already made
     try {
-      await runStep(deps, tenant, step);
+      await timedStep(deps, tenant, step);
     } catch (error) {
       if (signal.aborted) throw error;
       // Before its namespace_created step, `tenant-<slug>` is not svc's (it may be someone
@@ -44,6 +45,23 @@ export async function advanceProvisioning(
       return;
     }
   }
+}
+
+/** runStep, its duration and outcome counted (`svc_provisioning_step_duration_seconds`). */
+async function timedStep(
+  deps: OrchestratorDeps,
+  tenant: Tenant,
+  step: ProvisioningStep,
+): Promise<void> {
+  const started = performance.now();
+  const seconds = () => (performance.now() - started) / 1000;
+  try {
+    await runStep(deps, tenant, step);
+  } catch (error) {
+    deps.metrics.provisioningStep(step, 'failure', seconds());
+    throw error;
+  }
+  deps.metrics.provisioningStep(step, 'success', seconds());
 }
 
 async function runStep(
@@ -63,8 +81,13 @@ async function runStep(
       const written = await putBootstrapSecrets(deps, tenant, namespace);
       return record(deps, tenant.id, step, { namespace, ...written });
     }
-    case 'edge_ports_allocated':
-      return record(deps, tenant.id, step, await edgePortsFor(deps, tenant.id));
+    case 'edge_ports_allocated': {
+      const allocation = await edgePortsFor(deps, tenant.id);
+      await record(deps, tenant.id, step, allocation);
+      // The proxy fronts the pair from now on; its Service may come later (init-addr none).
+      if (allocation.ports) await syncEdgeProxyAfter(deps, step, tenant.id);
+      return;
+    }
     case 'package_installed':
       return installPackage(deps, tenant, namespace);
     case 'package_ready':
@@ -89,7 +112,7 @@ async function createNamespace(deps: OrchestratorDeps, tenant: Tenant, namespace
 
 /** Only a tenant whose monitor ingress goes through the edge proxy gets a port pair. */
 async function edgePortsFor(deps: OrchestratorDeps, tenantId: string) {
-  const config = await deps.db.withTenant(tenantId, (tx) => latestConfig(tx, tenantId));
+  const config = await deps.db.withTenant(tenantId, (tx) => storedConfig(tx, tenantId));
   if (config.monitor_ingress?.mode !== 'edge-proxy') return { mode: 'loadbalancer', ports: null };
   return { mode: 'edge-proxy', ports: await allocateEdgePorts(deps, tenantId) };
 }

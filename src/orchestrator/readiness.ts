@@ -50,9 +50,11 @@ export async function awaitReadiness(
     }
     if (report && report.workloads.length > 0 && lastPending.length === 0) {
       await markReady(deps, tenant, report);
+      deps.metrics.provisioningStep('package_ready', 'success', waited(deps, tenant));
       return;
     }
     if (deps.now().getTime() >= deadline) {
+      deps.metrics.provisioningStep('package_ready', 'failure', waited(deps, tenant));
       const failure = new StepFailure(
         'package_ready',
         'readiness_timeout',
@@ -64,6 +66,14 @@ export async function awaitReadiness(
     }
     await sleep(deps.timing.readinessPollMs, undefined, { signal });
   }
+}
+
+/**
+ * The readiness wait, counted from the tenant's entry into `provisioning` (spans restarts,
+ * like the deadline).
+ */
+function waited(deps: OrchestratorDeps, tenant: Tenant): number {
+  return Math.max(0, deps.now().getTime() - tenant.state_changed_at.getTime()) / 1000;
 }
 
 /** The package is Ready; activation needs the adapter's heartbeat too. */

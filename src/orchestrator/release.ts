@@ -1,8 +1,7 @@
 import type { TenantTx } from '../db/tenant-context.ts';
 import { writeAudit } from '../domains/audit/audit-repository.ts';
 import {
-  hasSecretRef,
-  latestConfigRevision,
+  configRevisionDetails,
   setChartVersion,
   supportedChartVersions,
 } from '../domains/provisioning/provisioning-repository.ts';
@@ -16,10 +15,18 @@ import { completedSteps, recordStep } from './steps.ts';
 
 export const RELEASE_NAME = 'svc-tenant';
 
-/** The newest configuration revision; every tenant svc created has one. */
-export async function latestConfig(tx: TenantTx, tenantId: string): Promise<StoredConfig> {
-  const config = (await latestConfigRevision(tx, tenantId))?.config;
-  if (!config) throw new Error(`tenant ${tenantId} has no configuration revision`);
+/**
+ * The configuration of `revision`, by default the applied one (a revision rolling out or
+ * rolled back is never rendered for anything else); every tenant svc created has revision 1.
+ */
+export async function storedConfig(
+  tx: TenantTx,
+  tenantId: string,
+  revision?: number,
+): Promise<StoredConfig> {
+  const config = (await configRevisionDetails(tx, tenantId, revision))?.config;
+  if (!config)
+    throw new Error(`tenant ${tenantId} has no configuration revision ${revision ?? ''}`);
   return config as StoredConfig;
 }
 
@@ -47,8 +54,16 @@ export async function installableVersion(deps: OrchestratorDeps): Promise<string
   return version;
 }
 
-/** The chart of `version` and the tenant's values for it, as stored and allocated so far. */
-export async function renderFor(deps: OrchestratorDeps, tenant: Tenant, version: string) {
+/**
+ * The chart of `version` and the tenant's values for it, as stored and allocated so far: from
+ * the applied configuration revision, or from `revision` (a configuration change rolling out).
+ */
+export async function renderFor(
+  deps: OrchestratorDeps,
+  tenant: Tenant,
+  version: string,
+  revision?: number,
+) {
   const chart = deps.catalog.get(version);
   if (!chart)
     throw new StepFailure(
@@ -56,21 +71,22 @@ export async function renderFor(deps: OrchestratorDeps, tenant: Tenant, version:
       'chart_unknown',
       `tenant chart ${version} is not available`,
     );
-  const { config, hasLlmKey, ports } = await deps.db.withTenant(tenant.id, async (tx) => ({
-    config: await latestConfig(tx, tenant.id),
-    hasLlmKey: await hasSecretRef(tx, tenant.id, 'llm'),
+  const { config, ports } = await deps.db.withTenant(tenant.id, async (tx) => ({
+    config: await storedConfig(tx, tenant.id, revision),
     ports: (await completedSteps(tx, tenant.id)).get('edge_ports_allocated')?.details.ports as
       | EdgePorts
       | null
       | undefined,
   }));
   const values = renderTenantValues({
-    tenant: { id: tenant.id, slug: tenant.slug, displayName: tenant.display_name },
+    // The revision's display name: the row takes it only once the revision is applied.
+    tenant: { id: tenant.id, slug: tenant.slug, displayName: config.display_name },
     config,
     install: deps.install,
     settings: deps.settings,
     chartDefaults: chart.defaults,
-    hasLlmKey,
+    // The revision says whether its key is set (a change may remove it; the reference stays).
+    hasLlmKey: config.llm?.has_api_key === true,
     ...(ports ? { edgePorts: ports } : {}),
   });
   return { chart, values };

@@ -8,6 +8,7 @@ import type { AppDatabase } from '../db/pools.ts';
 import type { SystemGate } from '../db/system-gate.ts';
 import { issueBootstrapCredential } from '../domains/adapter/adapter-service.ts';
 import type { Logger } from '../log/index.ts';
+import { type Metrics, NO_METRICS } from '../metrics/metrics.ts';
 import type { TokenService } from '../tokens/index.ts';
 import type { ChartCatalog } from './catalog.ts';
 import {
@@ -36,6 +37,8 @@ export interface OrchestratorParts {
   secrets: SecretStore;
   logger: Logger;
   now: () => Date;
+  /** Provisioning step durations and outcomes; default none recorded. */
+  metrics?: Pick<Metrics, 'provisioningStep'> | undefined;
   /** The identity helm acts as; default helm's own (in-cluster or $KUBECONFIG). */
   kubeconfigPath?: string | undefined;
   /** Timings the configuration does not expose (tests shorten them all). */
@@ -74,6 +77,7 @@ export function orchestratorDeps(parts: OrchestratorParts): OrchestratorDeps {
     systemVersion: SYSTEM_VERSION,
     installVersion: o.installVersion,
     edgePortBase: o.edgePortBase,
+    edgeProxy: { enabled: o.edgeProxy, clusterDomain: o.clusterDomain },
     timing: {
       ...DEFAULT_TIMING,
       pollMs: o.pollMs,
@@ -86,6 +90,7 @@ export function orchestratorDeps(parts: OrchestratorParts): OrchestratorDeps {
     },
     logger: parts.logger,
     now: parts.now,
+    metrics: parts.metrics ?? NO_METRICS,
   };
 }
 

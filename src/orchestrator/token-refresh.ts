@@ -16,7 +16,8 @@ export async function refreshAdapterToken(
   tenantId: string,
 ): Promise<boolean> {
   const tenant = await deps.db.withoutTenant((tx) => findTenant(tx, tenantId));
-  if (!tenant || (tenant.state !== 'active' && tenant.state !== 'provisioning')) return false;
+  const holders = ['provisioning', 'active', 'suspended'];
+  if (!tenant || !holders.includes(tenant.state)) return false;
   const ref = await deps.db.withTenant(tenantId, (tx) => adapterTokenRef(tx, tenantId));
   if (!ref) return false;
   if (deps.now().getTime() - ref.written_at.getTime() < deps.timing.adapterTokenRefreshMs)

@@ -6,17 +6,18 @@ import {
 import { findTenant } from '../domains/tenants/tenant-repository.ts';
 import { ensureIndexerSecrets } from './bootstrap-secrets.ts';
 import { ORCHESTRATOR_ACTOR, type OrchestratorDeps } from './context.ts';
-import { RELEASE_NAME, renderFor } from './release.ts';
+import { renderFor } from './release.ts';
 import { namespaceOf } from './render.ts';
+import { rollOut } from './rollout.ts';
 import { bindServiceIdentity } from './service-identity.ts';
 import { recordStep } from './steps.ts';
 
 /**
  * The orchestrator's half of `POST /api/mssp/tenants/{id}:upgrade` (spec §3.1 last paragraph,
  * §9.4 "Upgrade flow"): the API checked the matrix and recorded the target; here the package is
- * upgraded and its rollout waited for (helm's watcher, bounded by the readiness timeout). On
- * failure the release is rolled back to the revision that ran before. The tenant's state does
- * not change either way; the lifecycle records the outcome.
+ * upgraded through the rollout configuration changes share (rollout.ts: helm's watcher bounded
+ * by the readiness timeout, rollback to the revision that ran before on failure). The tenant's
+ * state does not change either way; the lifecycle records the outcome.
  */
 export async function advanceUpgrade(
   deps: OrchestratorDeps,
@@ -28,38 +29,17 @@ export async function advanceUpgrade(
   const target = tenant.upgrade_target;
   const namespace = namespaceOf(tenant.slug);
   await bindServiceIdentity(deps, namespace);
-  const before = await deps.helm.status({ release: RELEASE_NAME, namespace });
-  let outcome: { ok: true } | { ok: false; error: string; rolledBackTo: number | null };
-  try {
-    // The indexer PKI and users the package mounts: written for a tenant installed before they
-    // existed, re-issued when a certificate has less than 30 days left.
-    await ensureIndexerSecrets(deps, tenant, namespace);
-    const { chart, values } = await renderFor(deps, tenant, target);
-    await deps.helm.upgrade({
-      release: RELEASE_NAME,
-      namespace,
-      chart: chart.path,
-      values,
-      timeoutMs: deps.timing.readinessTimeoutMs,
-      wait: true,
-    });
-    outcome = { ok: true };
-  } catch (error) {
-    signal.throwIfAborted();
-    const message = error instanceof Error ? error.message.slice(0, 2000) : String(error);
-    let rolledBackTo: number | null = null;
-    if (before) {
-      await deps.helm.rollback({
-        release: RELEASE_NAME,
-        namespace,
-        revision: before.revision,
-        timeoutMs: deps.timing.readinessTimeoutMs,
-        wait: true,
-      });
-      rolledBackTo = before.revision;
-    }
-    outcome = { ok: false, error: message, rolledBackTo };
-  }
+  const outcome = await rollOut(
+    deps,
+    namespace,
+    async () => {
+      // The indexer PKI and users the package mounts: written for a tenant installed before
+      // they existed, re-issued when a certificate has less than 30 days left.
+      await ensureIndexerSecrets(deps, tenant, namespace);
+      return renderFor(deps, tenant, target);
+    },
+    signal,
+  );
   await deps.db.withTenant(tenant.id, async (tx) => {
     const from = tenant.chart_version;
     if (outcome.ok) {

@@ -6,14 +6,15 @@ import { StepFailure } from './step-failure.ts';
 
 /**
  * The orchestrator's renderer over the chart version a new tenant would get now, for the
- * creation check (tenant-config.ts). With no installable chart there is nothing to render
- * against; the orchestrator reports that itself (`no_supported_chart`).
+ * creation check (tenant-config.ts), or over the tenant's installed chart for a configuration
+ * change. With no installable chart there is nothing to render against; the orchestrator
+ * reports that itself (`no_supported_chart`).
  */
 export function valuesPreview(deps: OrchestratorDeps): ValuesPreview {
-  return async ({ tenant, config, hasLlmKey }) => {
+  return async ({ tenant, config, hasLlmKey, chartVersion }) => {
     let version: string;
     try {
-      version = await installableVersion(deps);
+      version = chartVersion ?? (await installableVersion(deps));
     } catch (error) {
       if (error instanceof StepFailure) return;
       throw error;

@@ -3,6 +3,7 @@ import type { Runner, Task, WorkerEvents } from 'graphile-worker';
 import type pg from 'pg';
 import type { JobRefusal } from '../domains/jobs/job-types.ts';
 import type { Logger } from '../log/index.ts';
+import { type Metrics, NO_METRICS } from '../metrics/metrics.ts';
 import type { TokenService } from '../tokens/index.ts';
 import { checkJobPayload, type JobPayload } from './index.ts';
 
@@ -21,6 +22,21 @@ export interface JobRun {
 
 export type JobHandler = (run: JobRun) => Promise<void>;
 
+/**
+ * Install-scoped work on a clock (the audit purge): no tenant and no Worker JWT, since it acts
+ * for no tenant; it enters the system gate, which records it. graphile-worker's known_crontabs
+ * row per task lets exactly one of all worker processes enqueue each occurrence.
+ */
+export interface Schedule {
+  /** The queue's task name, also the cron identifier. */
+  task: string;
+  /** A five-field cron pattern, evaluated in UTC. */
+  match: string;
+  /** An occurrence missed less than this long before a worker starts runs at that start. */
+  backfillMs: number;
+  run: () => Promise<void>;
+}
+
 /** The liveness half of src/db/job-queue-liveness.ts, as the runtime uses it. */
 export interface Liveness {
   claim(workerId: string): Promise<void>;
@@ -33,8 +49,11 @@ export interface WorkerRuntimeDeps {
   pool: pg.Pool;
   tokens: Pick<TokenService, 'mintWorker' | 'verify'>;
   jobs: Readonly<Record<string, JobHandler>>;
+  schedules?: readonly Schedule[];
   refusals: { record(refusal: JobRefusal): Promise<void> };
   liveness: Liveness;
+  /** Job durations and outcomes by task (`svc_job_*`); default none recorded. */
+  metrics?: Pick<Metrics, 'jobRun' | 'jobFailed'>;
   logger: Logger;
   concurrency: number;
   /** The fallback poll; a new job wakes a worker at once through LISTEN. Default 2 s. */
@@ -148,11 +167,13 @@ export function createWorkerRuntime(deps: WorkerRuntimeDeps): WorkerRuntime {
 
   return {
     async start() {
-      const { Logger: GraphileLogger, run } = await import('graphile-worker');
+      const { Logger: GraphileLogger, parseCronItems, run } = await import('graphile-worker');
       const taskList: Record<string, Task> = {};
       for (const [jobType, handler] of Object.entries(deps.jobs)) {
         taskList[jobType] = task(jobType, handler);
       }
+      const schedules = deps.schedules ?? [];
+      for (const schedule of schedules) taskList[schedule.task] = () => schedule.run();
       const queueLogger = new GraphileLogger(() => (level, message) => {
         if (level === 'error') logger.error({ queue: true }, message);
         else if (level === 'warning') logger.warn({ queue: true }, message);
@@ -162,6 +183,7 @@ export function createWorkerRuntime(deps: WorkerRuntimeDeps): WorkerRuntime {
       // dead process leaves in locked_by, so it is what the liveness lock holds. The pool is
       // created inside run(), hence a listener given to run() rather than one on its result.
       const events: WorkerEvents = new EventEmitter();
+      timeJobs(events, deps.metrics ?? NO_METRICS);
       events.on('pool:create', ({ workerPool }) => {
         deps.liveness.claim(workerPool.id).catch((error: unknown) => {
           logger.error({ err: error }, 'worker liveness lock failed');
@@ -175,6 +197,14 @@ export function createWorkerRuntime(deps: WorkerRuntimeDeps): WorkerRuntime {
         pollInterval: deps.pollIntervalMs ?? 2000,
         logger: queueLogger,
         events,
+        parsedCronItems: parseCronItems(
+          schedules.map((schedule) => ({
+            task: schedule.task,
+            identifier: schedule.task,
+            match: schedule.match,
+            options: { backfillPeriod: schedule.backfillMs, maxAttempts: 3 },
+          })),
+        ),
       });
       const reap = () => {
         deps.liveness
@@ -194,4 +224,22 @@ export function createWorkerRuntime(deps: WorkerRuntimeDeps): WorkerRuntime {
       await deps.liveness.close();
     },
   };
+}
+
+/**
+ * Each attempt's duration by task from the queue's own events, so no handler knows about
+ * metrics. graphile-worker emits `job:failed` after `job:error` for a last attempt.
+ */
+function timeJobs(events: WorkerEvents, metrics: Pick<Metrics, 'jobRun' | 'jobFailed'>): void {
+  const started = new Map<string, number>();
+  const finish = (job: { id: string; task_identifier: string }, outcome: 'success' | 'error') => {
+    const at = started.get(job.id);
+    started.delete(job.id);
+    if (at !== undefined)
+      metrics.jobRun(job.task_identifier, outcome, (performance.now() - at) / 1000);
+  };
+  events.on('job:start', ({ job }) => started.set(job.id, performance.now()));
+  events.on('job:success', ({ job }) => finish(job, 'success'));
+  events.on('job:error', ({ job }) => finish(job, 'error'));
+  events.on('job:failed', ({ job }) => metrics.jobFailed(job.task_identifier));
 }

@@ -18,6 +18,7 @@ import {
   type V1NetworkPolicy,
   type V1NetworkPolicyPeer,
   type V1Secret,
+  type V1Service,
   type V1StatefulSet,
 } from '@kubernetes/client-node';
 import { Compile } from 'typebox/compile';
@@ -199,7 +200,8 @@ test('issue 13 the worker Deployment runs svc worker with the API’s image, env
   assert.deepEqual(podOf(deployment)?.volumes, podOf(api)?.volumes);
   assert.deepEqual(worker.volumeMounts, container(objects, 'Deployment', 'svc-api').volumeMounts);
   assert.equal(podOf(deployment)?.serviceAccountName, 'svc');
-  assert.equal(worker.ports, undefined, 'the worker serves nothing');
+  // Nothing but its metrics (issue 15); no HTTP port, no Service.
+  assert.deepEqual(worker.ports, [{ name: 'metrics', containerPort: 9464 }]);
 
   const scaled = await render({
     worker: { replicas: 3, concurrency: 16 },
@@ -413,6 +415,104 @@ test('§1.8 licensing and telemetry default to false and render nothing', async 
   }
 });
 
+test('issue 15 metrics: api, orchestrator and worker pods serve /metrics on their own port with scrape annotations; metrics.enabled=false turns it all off', async () => {
+  const pods: Array<[string, string]> = [
+    ['svc-api', 'api'],
+    ['svc-orchestrator', 'orchestrator'],
+    ['svc-worker', 'worker'],
+  ];
+  const objects = await render({ metrics: { port: 9100 } });
+  for (const [name] of pods) {
+    const pod = find<V1Deployment>(objects, 'Deployment', name).spec?.template;
+    assert.deepEqual(
+      pod?.metadata?.annotations,
+      {
+        'prometheus.io/scrape': 'true',
+        'prometheus.io/port': '9100',
+        'prometheus.io/path': '/metrics',
+      },
+      name,
+    );
+    assert.equal(pod?.metadata?.labels?.['svc/metrics'], 'true', name);
+    const c = container(objects, 'Deployment', name);
+    assert.deepEqual(
+      c.ports?.find((p) => p.name === 'metrics'),
+      { name: 'metrics', containerPort: 9100 },
+      name,
+    );
+    assert.deepEqual([env(c).SVC_METRICS_PORT, env(c).SVC_METRICS_HOST], ['9100', '0.0.0.0'], name);
+  }
+  // The API Service and the Ingress stay on the API port: /metrics never leaves the pod network.
+  const apiService = find<V1Service>(objects, 'Service', 'svc-api');
+  assert.deepEqual(
+    apiService.spec?.ports?.map((p) => p.port),
+    [8080],
+  );
+  assert.doesNotMatch(JSON.stringify(find<V1Ingress>(objects, 'Ingress', 'svc')), /9100|metrics/);
+  // No ServiceMonitor by default (its CRD may not exist), nor the Service it needs.
+  assert.equal(objects.filter((o) => o.kind === 'ServiceMonitor').length, 0);
+  assert.equal(
+    objects.some((o) => o.metadata?.name === 'svc-metrics'),
+    false,
+  );
+
+  const off = await render({ metrics: { enabled: false, serviceMonitor: { enabled: true } } });
+  for (const [name] of pods) {
+    const pod = find<V1Deployment>(off, 'Deployment', name).spec?.template;
+    assert.equal(pod?.metadata?.annotations, undefined, name);
+    assert.equal(pod?.metadata?.labels?.['svc/metrics'], undefined, name);
+    const c = container(off, 'Deployment', name);
+    assert.equal(
+      c.ports?.find((p) => p.name === 'metrics'),
+      undefined,
+      name,
+    );
+    assert.equal(env(c).SVC_METRICS_PORT, '0', name);
+  }
+  assert.equal(off.filter((o) => o.kind === 'ServiceMonitor').length, 0);
+});
+
+test('issue 15 metrics: metrics.serviceMonitor.enabled renders a ServiceMonitor over a headless Service selecting exactly the pods that serve /metrics', async () => {
+  const objects = await render({
+    metrics: { serviceMonitor: { enabled: true, interval: '15s', labels: { release: 'prom' } } },
+  });
+  const service = find<V1Service>(objects, 'Service', 'svc-metrics');
+  assert.equal(service.spec?.clusterIP, 'None');
+  assert.deepEqual(service.spec?.selector, {
+    'app.kubernetes.io/name': 'svc',
+    'app.kubernetes.io/instance': 'svc',
+    'svc/metrics': 'true',
+  });
+  assert.deepEqual(service.spec?.ports, [{ name: 'metrics', port: 9464, targetPort: 'metrics' }]);
+  const selected = objects.filter((o) => {
+    const labels = (o as V1Deployment | V1StatefulSet).spec?.template?.metadata?.labels ?? {};
+    return Object.entries(service.spec?.selector ?? {}).every(([k, v]) => labels[k] === v);
+  });
+  assert.deepEqual(selected.map((o) => o.metadata?.name).sort(), [
+    'svc-api',
+    'svc-orchestrator',
+    'svc-worker',
+  ]);
+  const monitor = find<KubernetesObject & { spec: Record<string, unknown> }>(
+    objects,
+    'ServiceMonitor',
+    'svc',
+  );
+  assert.equal(monitor.apiVersion, 'monitoring.coreos.com/v1');
+  assert.equal(monitor.metadata?.labels?.release, 'prom');
+  assert.deepEqual(monitor.spec, {
+    selector: {
+      matchLabels: {
+        'app.kubernetes.io/instance': 'svc',
+        'app.kubernetes.io/component': 'metrics',
+      },
+    },
+    namespaceSelector: { matchNames: [ns] },
+    endpoints: [{ port: 'metrics', path: '/metrics', interval: '15s' }],
+  });
+  assert.deepEqual(service.metadata?.labels?.['app.kubernetes.io/component'], 'metrics');
+});
+
 test('§2.9 admission.engine=vap renders the three policies with the install literally; none renders none', async () => {
   const objects = await render({ serviceAccount: { name: 'svc-cp' } });
   const policies = objects.filter((o) => o.kind?.startsWith('ValidatingAdmissionPolicy'));
@@ -456,9 +556,30 @@ test('§5.8 NetworkPolicies: the API from the ingress controller and this instal
       [undefined, 'worker'],
     ],
   );
+  // Besides the API port: only the metrics port, from the scrapers' namespaces (issue 15).
+  const scrape = {
+    from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } }],
+    ports: [{ port: 'metrics', protocol: 'TCP' }],
+  };
+  assert.deepEqual(
+    find<V1NetworkPolicy>(objects, 'NetworkPolicy', 'svc-api').spec?.ingress?.[1],
+    scrape,
+  );
   for (const name of ['svc-orchestrator', 'svc-worker']) {
-    assert.deepEqual(find<V1NetworkPolicy>(objects, 'NetworkPolicy', name).spec?.ingress, [], name);
+    const ingress = find<V1NetworkPolicy>(objects, 'NetworkPolicy', name).spec?.ingress;
+    assert.deepEqual(ingress, [scrape], name);
   }
+  const quiet = await render({ metrics: { enabled: false } });
+  assert.equal(find<V1NetworkPolicy>(quiet, 'NetworkPolicy', 'svc-api').spec?.ingress?.length, 1);
+  for (const name of ['svc-orchestrator', 'svc-worker']) {
+    assert.deepEqual(find<V1NetworkPolicy>(quiet, 'NetworkPolicy', name).spec?.ingress, [], name);
+  }
+  const obs = await render({
+    metrics: { scrapeNamespaceSelector: { 'kubernetes.io/metadata.name': null, team: 'obs' } },
+  });
+  assert.deepEqual(peers(obs, 'svc-worker'), [
+    { namespaceSelector: { matchLabels: { team: 'obs' } } },
+  ]);
   const off = await render({ networkPolicies: { enabled: false } });
   assert.equal(off.filter((o) => o.kind === 'NetworkPolicy').length, 0);
 });
@@ -567,6 +688,18 @@ const rejected: Array<[string, Values, RegExp]> = [
     'database.enabled=false without existingSecret',
     { database: { enabled: false, external: { host: 'db.example.com' } } },
     /missing property 'existingSecret'/,
+  ],
+  ['metrics.port on the API port', { metrics: { port: 8080 } }, /\/metrics\/port/],
+  ['metrics.port below 1024', { metrics: { port: 80 } }, /\/metrics\/port/],
+  [
+    'a scrape namespace label key with a space',
+    { metrics: { scrapeNamespaceSelector: { 'team name': 'obs' } } },
+    /scrapeNamespaceSelector/,
+  ],
+  [
+    'a ServiceMonitor interval without a unit',
+    { metrics: { serviceMonitor: { interval: '30' } } },
+    /\/metrics\/serviceMonitor\/interval/,
   ],
 ];
 
@@ -684,7 +817,9 @@ test('§5.8 RBAC: cluster-wide svc may create namespaces and bind only its tenan
             ],
             resourceAttributes: {
               verb,
-              resource,
+              // `deployments/scale`: the resource and its subresource.
+              resource: resource.split('/')[0] ?? resource,
+              ...(resource.includes('/') ? { subresource: resource.split('/')[1] } : {}),
               group,
               ...(where ? { namespace: where } : {}),
               ...(name ? { name } : {}),
@@ -733,6 +868,9 @@ test('§5.8 RBAC: cluster-wide svc may create namespaces and bind only its tenan
       ['create', 'persistentvolumeclaims', '', tenantNamespace],
       ['list', 'pods', '', tenantNamespace],
       ['list', 'replicasets', 'apps', tenantNamespace],
+      // Suspension scales through the subresource (docs/orchestrator.md "Suspension").
+      ['patch', 'deployments/scale', 'apps', tenantNamespace],
+      ['patch', 'statefulsets/scale', 'apps', tenantNamespace],
     ];
     for (const [verb, resource, group, where, name] of allowed) {
       assert.equal(
@@ -796,6 +934,7 @@ test('§5.8 RBAC: cluster-wide svc may create namespaces and bind only its tenan
       ['impersonate', 'serviceaccounts', '', 'kube-system'],
       ['create', 'pods', '', tenantNamespace],
       ['create', 'pods/exec', '', tenantNamespace],
+      ['patch', 'deployments/scale', 'apps', 'tenant-anything'],
     ];
     for (const [verb, resource, group, where, name] of denied) {
       assert.equal(

@@ -34,6 +34,8 @@ test('an invalid value stops with one line naming the variable and what is expec
     // Numbers are plain decimals: TypeBox alone would read these as 8080, 16, 10000 and 1.
     [{ SVC_PORT: '8080.5' }, /^SVC_PORT: expected an integer port 1-65535, got "8080.5"$/],
     [{ SVC_EDGE_PORT_BASE: '0x5000' }, /^SVC_EDGE_PORT_BASE: expected/],
+    [{ SVC_EDGE_PROXY: 'yes' }, /^SVC_EDGE_PROXY: expected on or off/],
+    [{ SVC_CLUSTER_DOMAIN: 'cluster.local\nx' }, /^SVC_CLUSTER_DOMAIN: expected/],
     [{ SVC_ORCHESTRATOR_CONCURRENCY: '1e1' }, /^SVC_ORCHESTRATOR_CONCURRENCY: expected/],
     [{ SVC_ORCHESTRATOR_CONCURRENCY: 'true' }, /^SVC_ORCHESTRATOR_CONCURRENCY: expected/],
     [{ SVC_PROJECTOR_CONCURRENCY: '2.0' }, /^SVC_PROJECTOR_CONCURRENCY: expected/],

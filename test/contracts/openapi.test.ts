@@ -89,7 +89,8 @@ test('issue 10 item 8: every operation declares the problems its shared layers a
   const login = ops.get('auth.login');
   assert.ok(login?.responses['429'] && login.responses['403'], 'login: 429 and CSRF 403');
   assert.ok(ops.get('auth.changePassword')?.responses['429'], 'password change hashes too');
-  assert.equal(ops.get('internal.bootstrap')?.responses['403'], undefined);
+  // The exchange's own 403 (issue 15): `tenant_suspended`, to a valid credential's holder only.
+  assert.ok(ops.get('internal.bootstrap')?.responses['403'], 'bootstrap: tenant_suspended');
 });
 
 test('issue 10 item 8: the audit view declares its CSV and NDJSON exports', async () => {

@@ -18,6 +18,7 @@ const DESIGNATED_SYSTEM_MODULES: readonly string[] = [
   'orchestrator/runtime.ts', // hands the gate to the orchestrator, typed
   'orchestrator/context.ts', // the orchestrator's dependencies, typed (the purge below)
   'domains/audit/audit-service.ts', // mssp.audit: takes the gate, typed
+  'domains/audit/audit-retention.ts', // audit.purge: takes the gate, typed
   'domains/projections/projection-service.ts', // projector.discover: takes the gate, typed
   'domains/triage/cross-tenant-service.ts', // mssp.incidents, mssp.reviews: takes the gate, typed
 ];
@@ -28,6 +29,7 @@ const SYSTEM_GATE_CALLERS: readonly string[] = [
   'domains/users/user-service.ts', // user.password_reset: the target may be in any tenant
   'domains/tenants/tenant-service.ts', // fleet.summary: a cross-tenant rollup
   'domains/audit/audit-service.ts', // mssp.audit: the cross-tenant audit view
+  'domains/audit/audit-retention.ts', // audit.purge: old rows of every tenant and the install
   'orchestrator/decommission.ts', // tenant.purge: a tenant's rows leave every table at once
   'domains/projections/projection-service.ts', // projector.discover: tenants with unfolded events
   'domains/triage/cross-tenant-service.ts', // mssp.incidents, mssp.reviews: the analyst's work across tenants

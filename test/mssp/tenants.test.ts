@@ -132,7 +132,7 @@ test('§3.1 decommission moves an active tenant to decommissioning, records it, 
 
 test('§4 the plain tenant path never serves the custom :decommission method', async () => {
   const admin = await signedInAs({ db, api }, 'mssp_admin', { email: 'ma@mssp.test' });
-  const res = await fetch(`${api.url}/api/mssp/tenants/${tenantA}:suspend`, {
+  const res = await fetch(`${api.url}/api/mssp/tenants/${tenantA}:hibernate`, {
     method: 'POST',
     headers: { origin: api.origin, cookie: '' },
   });

@@ -72,6 +72,8 @@ export interface OrchestrationOptions {
   install?: { msspId: string; installId: string };
   /** svc's ServiceAccount in the install namespace (install facts); default `svc`. */
   serviceAccount?: string;
+  /** More settings for svc (e.g. SVC_EDGE_PROXY=on), over the test install's. */
+  env?: Record<string, string>;
 }
 
 /**
@@ -129,6 +131,7 @@ export async function startOrchestration(
       ...(options.chartsDir ? { SVC_TENANT_CHARTS_DIR: options.chartsDir } : {}),
       ...(options.installVersion ? { SVC_TENANT_CHART_VERSION: options.installVersion } : {}),
       ...(process.env.SVC_TEST_LOG === '1' ? { SVC_LOG_LEVEL: 'debug' } : {}),
+      ...options.env,
     },
     orchestration: {
       kubeConfig,

@@ -75,7 +75,7 @@ type Expect = 'ok' | number;
 interface Row {
   /** The contract route the row exercises; every route of every family needs a row. */
   route: Route;
-  method: 'GET' | 'POST' | 'PUT';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH';
   path: () => string;
   body?: () => unknown;
   expect: Record<Principal, Expect>;
@@ -147,6 +147,13 @@ const MATRIX: Record<string, Row> = {
     route: P.branding,
     method: 'GET',
     path: () => '/api/public/branding',
+    expect: Object.fromEntries(PRINCIPALS.map((p) => [p, 'ok'])) as Record<Principal, Expect>,
+  },
+  // Issue 15: the same answer for a host named in the query (internal mode, anonymous).
+  'GET /api/auth/branding?host=': {
+    route: A.branding,
+    method: 'GET',
+    path: () => '/api/auth/branding?host=acme.customers.example.test',
     expect: Object.fromEntries(PRINCIPALS.map((p) => [p, 'ok'])) as Record<Principal, Expect>,
   },
   'GET /api/auth/me': {
@@ -240,6 +247,33 @@ const MATRIX: Record<string, Row> = {
     method: 'POST',
     path: () => `/api/mssp/tenants/${pendingTenant}:upgrade`,
     body: () => ({ tenant_chart_version: '0.1.0' }),
+    expect: {
+      platform_admin: 409,
+      mssp_admin: 409,
+      analyst: 403,
+      ...MSSP_DENIED,
+      ...IMPERSONATION_DENIED,
+    },
+  },
+  // Issue 15: suspend and resume, each aimed at a state it cannot leave that way.
+  'POST /api/mssp/tenants/{pending}:suspend': {
+    route: M.suspend,
+    method: 'POST',
+    path: () => `/api/mssp/tenants/${pendingTenant}:suspend`,
+    body: () => ({ reason: 'matrix' }),
+    expect: {
+      platform_admin: 409,
+      mssp_admin: 409,
+      analyst: 403,
+      ...MSSP_DENIED,
+      ...IMPERSONATION_DENIED,
+    },
+  },
+  'POST /api/mssp/tenants/{A}:resume': {
+    route: M.resume,
+    method: 'POST',
+    path: () => `/api/mssp/tenants/${tenantA}:resume`,
+    body: () => ({}),
     expect: {
       platform_admin: 409,
       mssp_admin: 409,
@@ -387,6 +421,32 @@ const MATRIX: Record<string, Row> = {
     body: () => ({ app_name: 'Matrix', primary_color: '#123456', secondary_color: '#abc' }),
     expect: { ...MSSP_OPERATORS, ...MSSP_DENIED, ...ownTenant('ok') },
   },
+  'GET /api/mssp/tenants/{A}/config': {
+    route: M.getConfig,
+    method: 'GET',
+    path: () => `/api/mssp/tenants/${tenantA}/config`,
+    expect: { ...MSSP_ANY, ...MSSP_DENIED, ...ownTenant('ok') },
+  },
+  // Only an active tenant's configuration changes: authorized callers meet invalid_state.
+  'PUT /api/mssp/tenants/{pending}/config': {
+    route: M.putConfig,
+    method: 'PUT',
+    path: () => `/api/mssp/tenants/${pendingTenant}/config`,
+    body: () => ({ display_name: 'Matrix' }),
+    expect: {
+      platform_admin: 409,
+      mssp_admin: 409,
+      analyst: 403,
+      ...MSSP_DENIED,
+      ...IMPERSONATION_DENIED,
+    },
+  },
+  'GET /api/mssp/tenants/{A}/config/revisions': {
+    route: M.listConfigRevisions,
+    method: 'GET',
+    path: () => `/api/mssp/tenants/${tenantA}/config/revisions`,
+    expect: { ...MSSP_ANY, ...MSSP_DENIED, ...ownTenant('ok') },
+  },
   'GET /api/mssp/tenants/{A}/llm-usage': {
     route: M.llmUsage,
     method: 'GET',
@@ -444,6 +504,52 @@ const MATRIX: Record<string, Row> = {
     expect: {
       platform_admin: 404,
       mssp_admin: 404,
+      analyst: 403,
+      ...MSSP_DENIED,
+      ...IMPERSONATION_DENIED,
+    },
+  },
+  // Issue 15 MSSP user lifecycle: platform_admin only (spec §5.8 "User management (MSSP
+  // side)": mssp_admin R + invite); a missing user is 404 to the one role that may ask.
+  ...Object.fromEntries(
+    (
+      [
+        ['disableUser', 'POST', `:disable`, undefined],
+        ['enableUser', 'POST', `:enable`, undefined],
+        ['changeUserRole', 'PATCH', '', { role: 'analyst' }],
+      ] as const
+    ).map(([name, method, suffix, body]) => [
+      `${method} /api/mssp/users/{missing}${suffix}`,
+      {
+        route: M[name],
+        method,
+        path: () => `/api/mssp/users/${MISSING}${suffix}`,
+        ...(body ? { body: () => body } : {}),
+        expect: {
+          platform_admin: 404,
+          mssp_admin: 403,
+          analyst: 403,
+          ...MSSP_DENIED,
+          ...IMPERSONATION_DENIED,
+        },
+      } satisfies Row,
+    ]),
+  ),
+  // Install settings (spec §2.2): every MSSP role reads, platform_admin writes.
+  'GET /api/mssp/settings': {
+    route: M.getSettings,
+    method: 'GET',
+    path: () => '/api/mssp/settings',
+    expect: { ...MSSP_ANY, ...MSSP_DENIED, ...IMPERSONATION_DENIED },
+  },
+  'PUT /api/mssp/settings': {
+    route: M.putSettings,
+    method: 'PUT',
+    path: () => '/api/mssp/settings',
+    body: () => ({ settings: { 'audit.retention_days': 90 } }),
+    expect: {
+      platform_admin: 'ok',
+      mssp_admin: 403,
       analyst: 403,
       ...MSSP_DENIED,
       ...IMPERSONATION_DENIED,
@@ -563,6 +669,13 @@ before(async () => {
   await db.pools.mssp.query(`UPDATE tenants SET state = 'active' WHERE id = ANY($1)`, [
     [tenantA, tenantB],
   ]);
+  // Tenant creation stores revision 1 of the configuration; these tenants were inserted directly.
+  await db.pools.mssp.query(
+    `INSERT INTO tenant_lifecycle_events (tenant_id, kind, config_revision, details, actor)
+     VALUES ($1, 'config_revision', 1, jsonb_build_object('config',
+       jsonb_build_object('slug', 'alpha', 'display_name', 'Tenant alpha')), 'user:matrix')`,
+    [tenantA],
+  );
   const users: [
     Principal,
     string,

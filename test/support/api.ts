@@ -23,6 +23,7 @@ import type { EventHub } from '../../src/domains/events/index.ts';
 import type { CredentialWatch } from '../../src/domains/sessions/credential-watch.ts';
 import { setPassword } from '../../src/domains/users/user-repository.ts';
 import { createLogger } from '../../src/log/index.ts';
+import type { MetricsRegistry } from '../../src/metrics/registry.ts';
 import type { OutboundPolicy } from '../../src/net/outbound-url.ts';
 import type { TenancyDeps } from '../../src/orchestrator/context.ts';
 import type { TenancyRuntime } from '../../src/orchestrator/runtime.ts';
@@ -62,6 +63,8 @@ export interface TestApi {
   clock: ReturnType<typeof testClock>;
   /** How many database transactions the API opened through svc_app (withTenant/withoutTenant). */
   transactions: () => number;
+  /** The process registry every part records into (test/metrics scrape it). */
+  metrics: MetricsRegistry;
   close(): Promise<void>;
 }
 
@@ -175,6 +178,7 @@ export async function startTestApi(
     hasher: core.hasher,
     clock,
     transactions: count,
+    metrics: core.metrics,
     tenancy: orchestration,
     close: async () => {
       await workers?.stop();

@@ -179,4 +179,10 @@ export const TENANT_ROW_FIXTURES: Record<string, Inserter> = {
       [t],
     );
   },
+  parked_jobs: async (tx, t) => {
+    await tx.query(
+      `INSERT INTO parked_jobs (tenant_id, job_type, input) VALUES ($1, 'triage', $2)`,
+      [t, JSON.stringify({ investigation_id: randomUUID() })],
+    );
+  },
 };

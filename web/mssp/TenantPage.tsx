@@ -7,10 +7,12 @@ import { tenantEventsUrl, useTenantEvents } from '../shared/events.ts';
 import { ScrollTable } from '../shared/ScrollTable.tsx';
 import { Empty, ErrorState, QueryView } from '../shared/states.tsx';
 import { BrandingSection } from './BrandingSection.tsx';
+import { ConfigurationSection } from './ConfigurationSection.tsx';
 import { Field } from './Field.tsx';
 import { formProblem } from './field-errors.ts';
 import { Modal } from './Modal.tsx';
 import { isAdmin } from './roles.ts';
+import { SuspensionAction } from './SuspensionAction.tsx';
 import {
   LIFECYCLE_EVENT_TYPES,
   type LifecycleEvent,
@@ -83,6 +85,7 @@ export function TenantPage() {
           <Progress tenant={t} lifecycle={lifecycle} />
           <Actions tenant={t} />
           <BrandingSection tenantId={t.id} />
+          <ConfigurationSection tenantId={t.id} />
           <h2>Lifecycle</h2>
           <LifecycleLog lifecycle={lifecycle} />
         </section>
@@ -167,19 +170,21 @@ function LifecycleLog({ lifecycle }: { lifecycle: LifecycleEvent[] }) {
   );
 }
 
-/** Retry, upgrade and decommission: for platform_admin and mssp_admin, when the state allows. */
+/** Retry, upgrade, suspend/resume and decommission: for platform_admin and mssp_admin, when the state allows. */
 function Actions({ tenant }: { tenant: Tenant }) {
   const identity = useIdentity();
   if (!isAdmin(identity.role)) return null;
   const canRetry = tenant.state === 'pending' && tenant.error_details !== null;
   const active = tenant.state === 'active';
-  if (!canRetry && !active) return null;
+  const suspended = tenant.state === 'suspended';
+  if (!canRetry && !active && !suspended) return null;
   return (
     <section aria-labelledby="actions-title">
       <h2 id="actions-title">Actions</h2>
       {canRetry && <Retry tenant={tenant} />}
       {active && <Upgrade tenant={tenant} />}
-      {active && <Decommission tenant={tenant} />}
+      {(active || suspended) && <SuspensionAction tenant={tenant} />}
+      {(active || suspended) && <Decommission tenant={tenant} />}
     </section>
   );
 }

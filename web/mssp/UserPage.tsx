@@ -7,6 +7,7 @@ import type { Role } from '../shared/routing.ts';
 import { Empty, ErrorState, QueryView } from '../shared/states.tsx';
 import { ROLE_LABELS } from '../shared/texts.ts';
 import { Modal } from './Modal.tsx';
+import { MsspUserActions } from './MsspUserActions.tsx';
 import { OneTimePassword } from './OneTimePassword.tsx';
 import { isAdmin } from './roles.ts';
 import type { User } from './UsersPage.tsx';
@@ -78,6 +79,9 @@ function UserDetail({ user, tenantId }: { user: User; tenantId: string | undefin
         {mayReset(identity.role, identity.user_id, user) && <ResetPassword user={user} />}
         {tenantId && isAdmin(identity.role) && !user.disabled_at && (
           <Deactivate user={user} tenantId={tenantId} />
+        )}
+        {!tenantId && identity.role === 'platform_admin' && user.id !== identity.user_id && (
+          <MsspUserActions user={user} />
         )}
       </div>
     </section>

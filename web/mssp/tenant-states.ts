@@ -11,6 +11,7 @@ export const TENANT_STATES: readonly TenantState[] = [
   'pending',
   'provisioning',
   'active',
+  'suspended',
   'decommissioning',
   'soft-deleted',
 ];

@@ -92,6 +92,12 @@ orchestrator differ only in SVC_ORCHESTRATOR, which each Deployment sets itself.
   value: {{ printf "http://svc-api.%s.svc:8080" .Release.Namespace | quote }}
 - name: SVC_ADAPTER_IMAGE
   value: {{ include "svc.image" . | quote }}
+- name: SVC_EDGE_PROXY
+  value: {{ ternary "on" "off" .Values.edgeProxy.enabled | quote }}
+- name: SVC_EDGE_PORT_BASE
+  value: {{ .Values.edgeProxy.portBase | quote }}
+- name: SVC_CLUSTER_DOMAIN
+  value: {{ .Values.edgeProxy.clusterDomain | quote }}
 - name: SVC_LLM_PROVIDER
   value: {{ .Values.defaults.llm.provider | quote }}
 - name: SVC_LLM_BASE_URL
@@ -110,6 +116,10 @@ orchestrator differ only in SVC_ORCHESTRATOR, which each Deployment sets itself.
   value: {{ .Values.oidc.trustedHeaderGroups | quote }}
 - name: SVC_TRUSTED_PROXY_CIDRS
   value: {{ join "," .Values.oidc.trustedProxyCIDRs | quote }}
+- name: SVC_METRICS_HOST
+  value: 0.0.0.0
+- name: SVC_METRICS_PORT
+  value: {{ ternary .Values.metrics.port 0 .Values.metrics.enabled | quote }}
 - name: SVC_TOKEN_SIGNING_KEY_FILE
   value: /var/run/secrets/svc/token/signing-key.pem
 - name: SVC_DATABASE_HOST
@@ -131,6 +141,44 @@ orchestrator differ only in SVC_ORCHESTRATOR, which each Deployment sets itself.
       key: superuser_password
 - name: SVC_DATABASE_BOOTSTRAP_URL
   value: postgres://postgres:$(DATABASE_SUPERUSER_PASSWORD)@{{ include "svc.databaseHost" . }}:5432/postgres
+{{- end }}
+{{- end }}
+
+{{/*
+What a pod serving /metrics adds when metrics.enabled (empty otherwise): the label the
+svc-metrics Service selects, the scrape annotations, and the container port.
+*/}}
+{{- define "svc.metricsLabel" -}}
+{{- if .Values.metrics.enabled -}}
+svc/metrics: "true"
+{{- end }}
+{{- end }}
+
+{{- define "svc.metricsAnnotations" -}}
+{{- if .Values.metrics.enabled -}}
+prometheus.io/scrape: "true"
+prometheus.io/port: {{ .Values.metrics.port | quote }}
+prometheus.io/path: /metrics
+{{- end }}
+{{- end }}
+
+{{/* The NetworkPolicy rule admitting the scrapers' namespaces to the metrics port. */}}
+{{- define "svc.metricsIngress" -}}
+{{- if .Values.metrics.enabled -}}
+- from:
+    - namespaceSelector:
+        matchLabels:
+          {{- toYaml .Values.metrics.scrapeNamespaceSelector | nindent 10 }}
+  ports:
+    - port: metrics
+      protocol: TCP
+{{- end }}
+{{- end }}
+
+{{- define "svc.metricsPort" -}}
+{{- if .Values.metrics.enabled -}}
+- name: metrics
+  containerPort: {{ .Values.metrics.port }}
 {{- end }}
 {{- end }}
 

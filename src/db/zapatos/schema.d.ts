@@ -4392,6 +4392,167 @@ declare module 'zapatos/schema' {
   }
 
   /**
+   * **parked_jobs**
+   * - Table in database
+   */
+  export namespace parked_jobs {
+    export type Table = 'parked_jobs';
+    export interface Selectable {
+      /**
+      * **parked_jobs.id**
+      * - `int8` in database
+      * - Generated column
+      */
+      id: db.Int8String;
+      /**
+      * **parked_jobs.input**
+      * - `jsonb` in database
+      * - `NOT NULL`, no default
+      */
+      input: db.JSONValue;
+      /**
+      * **parked_jobs.job_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      job_type: string;
+      /**
+      * **parked_jobs.parked_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      parked_at: Date;
+      /**
+      * **parked_jobs.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+    }
+    export interface JSONSelectable {
+      /**
+      * **parked_jobs.id**
+      * - `int8` in database
+      * - Generated column
+      */
+      id: number;
+      /**
+      * **parked_jobs.input**
+      * - `jsonb` in database
+      * - `NOT NULL`, no default
+      */
+      input: db.JSONValue;
+      /**
+      * **parked_jobs.job_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      job_type: string;
+      /**
+      * **parked_jobs.parked_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      parked_at: db.TimestampTzString;
+      /**
+      * **parked_jobs.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+    }
+    export interface Whereable {
+      /**
+      * **parked_jobs.id**
+      * - `int8` in database
+      * - Generated column
+      */
+      id?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **parked_jobs.input**
+      * - `jsonb` in database
+      * - `NOT NULL`, no default
+      */
+      input?: db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **parked_jobs.job_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      job_type?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **parked_jobs.parked_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      parked_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **parked_jobs.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+    }
+    export interface Insertable {
+      /**
+      * **parked_jobs.input**
+      * - `jsonb` in database
+      * - `NOT NULL`, no default
+      */
+      input: db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment;
+      /**
+      * **parked_jobs.job_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      job_type: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **parked_jobs.parked_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      parked_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment;
+      /**
+      * **parked_jobs.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string | db.Parameter<string> | db.SQLFragment;
+    }
+    export interface Updatable {
+      /**
+      * **parked_jobs.input**
+      * - `jsonb` in database
+      * - `NOT NULL`, no default
+      */
+      input?: db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment | db.SQLFragment<any, db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment>;
+      /**
+      * **parked_jobs.job_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      job_type?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **parked_jobs.parked_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      parked_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **parked_jobs.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+    }
+    export type UniqueIndex = 'parked_jobs_pkey';
+    export type Column = keyof Selectable;
+    export type OnlyCols<T extends readonly Column[]> = Pick<Selectable, T[number]>;
+    export type SQLExpression = Table | db.ColumnNames<Updatable | (keyof Updatable)[]> | db.ColumnValues<Updatable> | Whereable | Column | db.ParentColumn | db.GenericSQLExpression;
+    export type SQL = SQLExpression | SQLExpression[];
+  }
+
+  /**
    * **password_credentials**
    * - Table in database
    */
@@ -6363,7 +6524,7 @@ declare module 'zapatos/schema' {
       */
       to_state?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment>;
     }
-    export type UniqueIndex = 'tenant_lifecycle_events_pkey';
+    export type UniqueIndex = 'tenant_lifecycle_events_config_revision_key' | 'tenant_lifecycle_events_pkey';
     export type Column = keyof Selectable;
     export type OnlyCols<T extends readonly Column[]> = Pick<Selectable, T[number]>;
     export type SQLExpression = Table | db.ColumnNames<Updatable | (keyof Updatable)[]> | db.ColumnValues<Updatable> | Whereable | Column | db.ParentColumn | db.GenericSQLExpression;
@@ -6653,11 +6814,23 @@ declare module 'zapatos/schema' {
       */
       config_revision: number;
       /**
+      * **tenants.config_target**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      config_target: number | null;
+      /**
       * **tenants.created_at**
       * - `timestamptz` in database
       * - `NOT NULL`, default: `now()`
       */
       created_at: Date;
+      /**
+      * **tenants.data_plane**
+      * - `text` in database
+      * - `NOT NULL`, default: `'running'::text`
+      */
+      data_plane: string;
       /**
       * **tenants.decommission_at**
       * - `timestamptz` in database
@@ -6684,6 +6857,8 @@ declare module 'zapatos/schema' {
       drift: db.JSONValue | null;
       /**
       * **tenants.edge_port_pair**
+      *
+      * Edge-proxy port pair k (ports SVC_EDGE_PORT_BASE+2k events, +2k+1 enrollment); the edge proxy fronts every non-null pair; released (NULL) at soft delete
       * - `int4` in database
       * - Nullable, no default
       */
@@ -6745,11 +6920,23 @@ declare module 'zapatos/schema' {
       */
       config_revision: number;
       /**
+      * **tenants.config_target**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      config_target: number | null;
+      /**
       * **tenants.created_at**
       * - `timestamptz` in database
       * - `NOT NULL`, default: `now()`
       */
       created_at: db.TimestampTzString;
+      /**
+      * **tenants.data_plane**
+      * - `text` in database
+      * - `NOT NULL`, default: `'running'::text`
+      */
+      data_plane: string;
       /**
       * **tenants.decommission_at**
       * - `timestamptz` in database
@@ -6776,6 +6963,8 @@ declare module 'zapatos/schema' {
       drift: db.JSONValue | null;
       /**
       * **tenants.edge_port_pair**
+      *
+      * Edge-proxy port pair k (ports SVC_EDGE_PORT_BASE+2k events, +2k+1 enrollment); the edge proxy fronts every non-null pair; released (NULL) at soft delete
       * - `int4` in database
       * - Nullable, no default
       */
@@ -6837,11 +7026,23 @@ declare module 'zapatos/schema' {
       */
       config_revision?: number | db.Parameter<number> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment | db.ParentColumn>;
       /**
+      * **tenants.config_target**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      config_target?: number | db.Parameter<number> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment | db.ParentColumn>;
+      /**
       * **tenants.created_at**
       * - `timestamptz` in database
       * - `NOT NULL`, default: `now()`
       */
       created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenants.data_plane**
+      * - `text` in database
+      * - `NOT NULL`, default: `'running'::text`
+      */
+      data_plane?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
       /**
       * **tenants.decommission_at**
       * - `timestamptz` in database
@@ -6868,6 +7069,8 @@ declare module 'zapatos/schema' {
       drift?: db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment | db.ParentColumn>;
       /**
       * **tenants.edge_port_pair**
+      *
+      * Edge-proxy port pair k (ports SVC_EDGE_PORT_BASE+2k events, +2k+1 enrollment); the edge proxy fronts every non-null pair; released (NULL) at soft delete
       * - `int4` in database
       * - Nullable, no default
       */
@@ -6929,11 +7132,23 @@ declare module 'zapatos/schema' {
       */
       config_revision?: number | db.Parameter<number> | db.DefaultType | db.SQLFragment;
       /**
+      * **tenants.config_target**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      config_target?: number | db.Parameter<number> | null | db.DefaultType | db.SQLFragment;
+      /**
       * **tenants.created_at**
       * - `timestamptz` in database
       * - `NOT NULL`, default: `now()`
       */
       created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment;
+      /**
+      * **tenants.data_plane**
+      * - `text` in database
+      * - `NOT NULL`, default: `'running'::text`
+      */
+      data_plane?: string | db.Parameter<string> | db.DefaultType | db.SQLFragment;
       /**
       * **tenants.decommission_at**
       * - `timestamptz` in database
@@ -6960,6 +7175,8 @@ declare module 'zapatos/schema' {
       drift?: db.JSONValue | db.Parameter<db.JSONValue> | null | db.DefaultType | db.SQLFragment;
       /**
       * **tenants.edge_port_pair**
+      *
+      * Edge-proxy port pair k (ports SVC_EDGE_PORT_BASE+2k events, +2k+1 enrollment); the edge proxy fronts every non-null pair; released (NULL) at soft delete
       * - `int4` in database
       * - Nullable, no default
       */
@@ -7021,11 +7238,23 @@ declare module 'zapatos/schema' {
       */
       config_revision?: number | db.Parameter<number> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, number | db.Parameter<number> | db.DefaultType | db.SQLFragment>;
       /**
+      * **tenants.config_target**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      config_target?: number | db.Parameter<number> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, number | db.Parameter<number> | null | db.DefaultType | db.SQLFragment>;
+      /**
       * **tenants.created_at**
       * - `timestamptz` in database
       * - `NOT NULL`, default: `now()`
       */
       created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **tenants.data_plane**
+      * - `text` in database
+      * - `NOT NULL`, default: `'running'::text`
+      */
+      data_plane?: string | db.Parameter<string> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.DefaultType | db.SQLFragment>;
       /**
       * **tenants.decommission_at**
       * - `timestamptz` in database
@@ -7052,6 +7281,8 @@ declare module 'zapatos/schema' {
       drift?: db.JSONValue | db.Parameter<db.JSONValue> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, db.JSONValue | db.Parameter<db.JSONValue> | null | db.DefaultType | db.SQLFragment>;
       /**
       * **tenants.edge_port_pair**
+      *
+      * Edge-proxy port pair k (ports SVC_EDGE_PORT_BASE+2k events, +2k+1 enrollment); the edge proxy fronts every non-null pair; released (NULL) at soft delete
       * - `int4` in database
       * - Nullable, no default
       */
@@ -7545,20 +7776,20 @@ declare module 'zapatos/schema' {
   /* --- aggregate types --- */
 
   export namespace public {  
-    export type Table = adapter_credentials.Table | adapter_heartbeats.Table | alert_groups.Table | analyzer_stats.Table | audit_log.Table | branding_configs.Table | chart_compatibility.Table | events.Table | ingest_checkpoints.Table | install_settings.Table | integration_configs.Table | investigations.Table | ioc_stats.Table | llm_cache.Table | llm_usage.Table | metrics_hourly.Table | organization.Table | password_credentials.Table | pending_reviews.Table | projection_checkpoints.Table | releases.Table | rule_stats.Table | sessions.Table | tenant_lifecycle_events.Table | tenant_secrets.Table | tenants.Table | triage_policies.Table | users.Table;
-    export type Selectable = adapter_credentials.Selectable | adapter_heartbeats.Selectable | alert_groups.Selectable | analyzer_stats.Selectable | audit_log.Selectable | branding_configs.Selectable | chart_compatibility.Selectable | events.Selectable | ingest_checkpoints.Selectable | install_settings.Selectable | integration_configs.Selectable | investigations.Selectable | ioc_stats.Selectable | llm_cache.Selectable | llm_usage.Selectable | metrics_hourly.Selectable | organization.Selectable | password_credentials.Selectable | pending_reviews.Selectable | projection_checkpoints.Selectable | releases.Selectable | rule_stats.Selectable | sessions.Selectable | tenant_lifecycle_events.Selectable | tenant_secrets.Selectable | tenants.Selectable | triage_policies.Selectable | users.Selectable;
-    export type JSONSelectable = adapter_credentials.JSONSelectable | adapter_heartbeats.JSONSelectable | alert_groups.JSONSelectable | analyzer_stats.JSONSelectable | audit_log.JSONSelectable | branding_configs.JSONSelectable | chart_compatibility.JSONSelectable | events.JSONSelectable | ingest_checkpoints.JSONSelectable | install_settings.JSONSelectable | integration_configs.JSONSelectable | investigations.JSONSelectable | ioc_stats.JSONSelectable | llm_cache.JSONSelectable | llm_usage.JSONSelectable | metrics_hourly.JSONSelectable | organization.JSONSelectable | password_credentials.JSONSelectable | pending_reviews.JSONSelectable | projection_checkpoints.JSONSelectable | releases.JSONSelectable | rule_stats.JSONSelectable | sessions.JSONSelectable | tenant_lifecycle_events.JSONSelectable | tenant_secrets.JSONSelectable | tenants.JSONSelectable | triage_policies.JSONSelectable | users.JSONSelectable;
-    export type Whereable = adapter_credentials.Whereable | adapter_heartbeats.Whereable | alert_groups.Whereable | analyzer_stats.Whereable | audit_log.Whereable | branding_configs.Whereable | chart_compatibility.Whereable | events.Whereable | ingest_checkpoints.Whereable | install_settings.Whereable | integration_configs.Whereable | investigations.Whereable | ioc_stats.Whereable | llm_cache.Whereable | llm_usage.Whereable | metrics_hourly.Whereable | organization.Whereable | password_credentials.Whereable | pending_reviews.Whereable | projection_checkpoints.Whereable | releases.Whereable | rule_stats.Whereable | sessions.Whereable | tenant_lifecycle_events.Whereable | tenant_secrets.Whereable | tenants.Whereable | triage_policies.Whereable | users.Whereable;
-    export type Insertable = adapter_credentials.Insertable | adapter_heartbeats.Insertable | alert_groups.Insertable | analyzer_stats.Insertable | audit_log.Insertable | branding_configs.Insertable | chart_compatibility.Insertable | events.Insertable | ingest_checkpoints.Insertable | install_settings.Insertable | integration_configs.Insertable | investigations.Insertable | ioc_stats.Insertable | llm_cache.Insertable | llm_usage.Insertable | metrics_hourly.Insertable | organization.Insertable | password_credentials.Insertable | pending_reviews.Insertable | projection_checkpoints.Insertable | releases.Insertable | rule_stats.Insertable | sessions.Insertable | tenant_lifecycle_events.Insertable | tenant_secrets.Insertable | tenants.Insertable | triage_policies.Insertable | users.Insertable;
-    export type Updatable = adapter_credentials.Updatable | adapter_heartbeats.Updatable | alert_groups.Updatable | analyzer_stats.Updatable | audit_log.Updatable | branding_configs.Updatable | chart_compatibility.Updatable | events.Updatable | ingest_checkpoints.Updatable | install_settings.Updatable | integration_configs.Updatable | investigations.Updatable | ioc_stats.Updatable | llm_cache.Updatable | llm_usage.Updatable | metrics_hourly.Updatable | organization.Updatable | password_credentials.Updatable | pending_reviews.Updatable | projection_checkpoints.Updatable | releases.Updatable | rule_stats.Updatable | sessions.Updatable | tenant_lifecycle_events.Updatable | tenant_secrets.Updatable | tenants.Updatable | triage_policies.Updatable | users.Updatable;
-    export type UniqueIndex = adapter_credentials.UniqueIndex | adapter_heartbeats.UniqueIndex | alert_groups.UniqueIndex | analyzer_stats.UniqueIndex | audit_log.UniqueIndex | branding_configs.UniqueIndex | chart_compatibility.UniqueIndex | events.UniqueIndex | ingest_checkpoints.UniqueIndex | install_settings.UniqueIndex | integration_configs.UniqueIndex | investigations.UniqueIndex | ioc_stats.UniqueIndex | llm_cache.UniqueIndex | llm_usage.UniqueIndex | metrics_hourly.UniqueIndex | organization.UniqueIndex | password_credentials.UniqueIndex | pending_reviews.UniqueIndex | projection_checkpoints.UniqueIndex | releases.UniqueIndex | rule_stats.UniqueIndex | sessions.UniqueIndex | tenant_lifecycle_events.UniqueIndex | tenant_secrets.UniqueIndex | tenants.UniqueIndex | triage_policies.UniqueIndex | users.UniqueIndex;
-    export type Column = adapter_credentials.Column | adapter_heartbeats.Column | alert_groups.Column | analyzer_stats.Column | audit_log.Column | branding_configs.Column | chart_compatibility.Column | events.Column | ingest_checkpoints.Column | install_settings.Column | integration_configs.Column | investigations.Column | ioc_stats.Column | llm_cache.Column | llm_usage.Column | metrics_hourly.Column | organization.Column | password_credentials.Column | pending_reviews.Column | projection_checkpoints.Column | releases.Column | rule_stats.Column | sessions.Column | tenant_lifecycle_events.Column | tenant_secrets.Column | tenants.Column | triage_policies.Column | users.Column;
+    export type Table = adapter_credentials.Table | adapter_heartbeats.Table | alert_groups.Table | analyzer_stats.Table | audit_log.Table | branding_configs.Table | chart_compatibility.Table | events.Table | ingest_checkpoints.Table | install_settings.Table | integration_configs.Table | investigations.Table | ioc_stats.Table | llm_cache.Table | llm_usage.Table | metrics_hourly.Table | organization.Table | parked_jobs.Table | password_credentials.Table | pending_reviews.Table | projection_checkpoints.Table | releases.Table | rule_stats.Table | sessions.Table | tenant_lifecycle_events.Table | tenant_secrets.Table | tenants.Table | triage_policies.Table | users.Table;
+    export type Selectable = adapter_credentials.Selectable | adapter_heartbeats.Selectable | alert_groups.Selectable | analyzer_stats.Selectable | audit_log.Selectable | branding_configs.Selectable | chart_compatibility.Selectable | events.Selectable | ingest_checkpoints.Selectable | install_settings.Selectable | integration_configs.Selectable | investigations.Selectable | ioc_stats.Selectable | llm_cache.Selectable | llm_usage.Selectable | metrics_hourly.Selectable | organization.Selectable | parked_jobs.Selectable | password_credentials.Selectable | pending_reviews.Selectable | projection_checkpoints.Selectable | releases.Selectable | rule_stats.Selectable | sessions.Selectable | tenant_lifecycle_events.Selectable | tenant_secrets.Selectable | tenants.Selectable | triage_policies.Selectable | users.Selectable;
+    export type JSONSelectable = adapter_credentials.JSONSelectable | adapter_heartbeats.JSONSelectable | alert_groups.JSONSelectable | analyzer_stats.JSONSelectable | audit_log.JSONSelectable | branding_configs.JSONSelectable | chart_compatibility.JSONSelectable | events.JSONSelectable | ingest_checkpoints.JSONSelectable | install_settings.JSONSelectable | integration_configs.JSONSelectable | investigations.JSONSelectable | ioc_stats.JSONSelectable | llm_cache.JSONSelectable | llm_usage.JSONSelectable | metrics_hourly.JSONSelectable | organization.JSONSelectable | parked_jobs.JSONSelectable | password_credentials.JSONSelectable | pending_reviews.JSONSelectable | projection_checkpoints.JSONSelectable | releases.JSONSelectable | rule_stats.JSONSelectable | sessions.JSONSelectable | tenant_lifecycle_events.JSONSelectable | tenant_secrets.JSONSelectable | tenants.JSONSelectable | triage_policies.JSONSelectable | users.JSONSelectable;
+    export type Whereable = adapter_credentials.Whereable | adapter_heartbeats.Whereable | alert_groups.Whereable | analyzer_stats.Whereable | audit_log.Whereable | branding_configs.Whereable | chart_compatibility.Whereable | events.Whereable | ingest_checkpoints.Whereable | install_settings.Whereable | integration_configs.Whereable | investigations.Whereable | ioc_stats.Whereable | llm_cache.Whereable | llm_usage.Whereable | metrics_hourly.Whereable | organization.Whereable | parked_jobs.Whereable | password_credentials.Whereable | pending_reviews.Whereable | projection_checkpoints.Whereable | releases.Whereable | rule_stats.Whereable | sessions.Whereable | tenant_lifecycle_events.Whereable | tenant_secrets.Whereable | tenants.Whereable | triage_policies.Whereable | users.Whereable;
+    export type Insertable = adapter_credentials.Insertable | adapter_heartbeats.Insertable | alert_groups.Insertable | analyzer_stats.Insertable | audit_log.Insertable | branding_configs.Insertable | chart_compatibility.Insertable | events.Insertable | ingest_checkpoints.Insertable | install_settings.Insertable | integration_configs.Insertable | investigations.Insertable | ioc_stats.Insertable | llm_cache.Insertable | llm_usage.Insertable | metrics_hourly.Insertable | organization.Insertable | parked_jobs.Insertable | password_credentials.Insertable | pending_reviews.Insertable | projection_checkpoints.Insertable | releases.Insertable | rule_stats.Insertable | sessions.Insertable | tenant_lifecycle_events.Insertable | tenant_secrets.Insertable | tenants.Insertable | triage_policies.Insertable | users.Insertable;
+    export type Updatable = adapter_credentials.Updatable | adapter_heartbeats.Updatable | alert_groups.Updatable | analyzer_stats.Updatable | audit_log.Updatable | branding_configs.Updatable | chart_compatibility.Updatable | events.Updatable | ingest_checkpoints.Updatable | install_settings.Updatable | integration_configs.Updatable | investigations.Updatable | ioc_stats.Updatable | llm_cache.Updatable | llm_usage.Updatable | metrics_hourly.Updatable | organization.Updatable | parked_jobs.Updatable | password_credentials.Updatable | pending_reviews.Updatable | projection_checkpoints.Updatable | releases.Updatable | rule_stats.Updatable | sessions.Updatable | tenant_lifecycle_events.Updatable | tenant_secrets.Updatable | tenants.Updatable | triage_policies.Updatable | users.Updatable;
+    export type UniqueIndex = adapter_credentials.UniqueIndex | adapter_heartbeats.UniqueIndex | alert_groups.UniqueIndex | analyzer_stats.UniqueIndex | audit_log.UniqueIndex | branding_configs.UniqueIndex | chart_compatibility.UniqueIndex | events.UniqueIndex | ingest_checkpoints.UniqueIndex | install_settings.UniqueIndex | integration_configs.UniqueIndex | investigations.UniqueIndex | ioc_stats.UniqueIndex | llm_cache.UniqueIndex | llm_usage.UniqueIndex | metrics_hourly.UniqueIndex | organization.UniqueIndex | parked_jobs.UniqueIndex | password_credentials.UniqueIndex | pending_reviews.UniqueIndex | projection_checkpoints.UniqueIndex | releases.UniqueIndex | rule_stats.UniqueIndex | sessions.UniqueIndex | tenant_lifecycle_events.UniqueIndex | tenant_secrets.UniqueIndex | tenants.UniqueIndex | triage_policies.UniqueIndex | users.UniqueIndex;
+    export type Column = adapter_credentials.Column | adapter_heartbeats.Column | alert_groups.Column | analyzer_stats.Column | audit_log.Column | branding_configs.Column | chart_compatibility.Column | events.Column | ingest_checkpoints.Column | install_settings.Column | integration_configs.Column | investigations.Column | ioc_stats.Column | llm_cache.Column | llm_usage.Column | metrics_hourly.Column | organization.Column | parked_jobs.Column | password_credentials.Column | pending_reviews.Column | projection_checkpoints.Column | releases.Column | rule_stats.Column | sessions.Column | tenant_lifecycle_events.Column | tenant_secrets.Column | tenants.Column | triage_policies.Column | users.Column;
   
-    export type AllBaseTables = [adapter_credentials.Table, adapter_heartbeats.Table, alert_groups.Table, analyzer_stats.Table, audit_log.Table, branding_configs.Table, chart_compatibility.Table, events.Table, ingest_checkpoints.Table, install_settings.Table, integration_configs.Table, investigations.Table, ioc_stats.Table, llm_cache.Table, llm_usage.Table, metrics_hourly.Table, organization.Table, password_credentials.Table, pending_reviews.Table, projection_checkpoints.Table, releases.Table, rule_stats.Table, sessions.Table, tenant_lifecycle_events.Table, tenant_secrets.Table, tenants.Table, triage_policies.Table, users.Table];
+    export type AllBaseTables = [adapter_credentials.Table, adapter_heartbeats.Table, alert_groups.Table, analyzer_stats.Table, audit_log.Table, branding_configs.Table, chart_compatibility.Table, events.Table, ingest_checkpoints.Table, install_settings.Table, integration_configs.Table, investigations.Table, ioc_stats.Table, llm_cache.Table, llm_usage.Table, metrics_hourly.Table, organization.Table, parked_jobs.Table, password_credentials.Table, pending_reviews.Table, projection_checkpoints.Table, releases.Table, rule_stats.Table, sessions.Table, tenant_lifecycle_events.Table, tenant_secrets.Table, tenants.Table, triage_policies.Table, users.Table];
     export type AllForeignTables = [];
     export type AllViews = [];
     export type AllMaterializedViews = [];
-    export type AllTablesAndViews = [adapter_credentials.Table, adapter_heartbeats.Table, alert_groups.Table, analyzer_stats.Table, audit_log.Table, branding_configs.Table, chart_compatibility.Table, events.Table, ingest_checkpoints.Table, install_settings.Table, integration_configs.Table, investigations.Table, ioc_stats.Table, llm_cache.Table, llm_usage.Table, metrics_hourly.Table, organization.Table, password_credentials.Table, pending_reviews.Table, projection_checkpoints.Table, releases.Table, rule_stats.Table, sessions.Table, tenant_lifecycle_events.Table, tenant_secrets.Table, tenants.Table, triage_policies.Table, users.Table];
+    export type AllTablesAndViews = [adapter_credentials.Table, adapter_heartbeats.Table, alert_groups.Table, analyzer_stats.Table, audit_log.Table, branding_configs.Table, chart_compatibility.Table, events.Table, ingest_checkpoints.Table, install_settings.Table, integration_configs.Table, investigations.Table, ioc_stats.Table, llm_cache.Table, llm_usage.Table, metrics_hourly.Table, organization.Table, parked_jobs.Table, password_credentials.Table, pending_reviews.Table, projection_checkpoints.Table, releases.Table, rule_stats.Table, sessions.Table, tenant_lifecycle_events.Table, tenant_secrets.Table, tenants.Table, triage_policies.Table, users.Table];
   }
 
 
@@ -7603,6 +7834,7 @@ declare module 'zapatos/schema' {
     "llm_usage": llm_usage.Selectable;
     "metrics_hourly": metrics_hourly.Selectable;
     "organization": organization.Selectable;
+    "parked_jobs": parked_jobs.Selectable;
     "password_credentials": password_credentials.Selectable;
     "pending_reviews": pending_reviews.Selectable;
     "projection_checkpoints": projection_checkpoints.Selectable;
@@ -7634,6 +7866,7 @@ declare module 'zapatos/schema' {
     "llm_usage": llm_usage.JSONSelectable;
     "metrics_hourly": metrics_hourly.JSONSelectable;
     "organization": organization.JSONSelectable;
+    "parked_jobs": parked_jobs.JSONSelectable;
     "password_credentials": password_credentials.JSONSelectable;
     "pending_reviews": pending_reviews.JSONSelectable;
     "projection_checkpoints": projection_checkpoints.JSONSelectable;
@@ -7665,6 +7898,7 @@ declare module 'zapatos/schema' {
     "llm_usage": llm_usage.Whereable;
     "metrics_hourly": metrics_hourly.Whereable;
     "organization": organization.Whereable;
+    "parked_jobs": parked_jobs.Whereable;
     "password_credentials": password_credentials.Whereable;
     "pending_reviews": pending_reviews.Whereable;
     "projection_checkpoints": projection_checkpoints.Whereable;
@@ -7696,6 +7930,7 @@ declare module 'zapatos/schema' {
     "llm_usage": llm_usage.Insertable;
     "metrics_hourly": metrics_hourly.Insertable;
     "organization": organization.Insertable;
+    "parked_jobs": parked_jobs.Insertable;
     "password_credentials": password_credentials.Insertable;
     "pending_reviews": pending_reviews.Insertable;
     "projection_checkpoints": projection_checkpoints.Insertable;
@@ -7727,6 +7962,7 @@ declare module 'zapatos/schema' {
     "llm_usage": llm_usage.Updatable;
     "metrics_hourly": metrics_hourly.Updatable;
     "organization": organization.Updatable;
+    "parked_jobs": parked_jobs.Updatable;
     "password_credentials": password_credentials.Updatable;
     "pending_reviews": pending_reviews.Updatable;
     "projection_checkpoints": projection_checkpoints.Updatable;
@@ -7758,6 +7994,7 @@ declare module 'zapatos/schema' {
     "llm_usage": llm_usage.UniqueIndex;
     "metrics_hourly": metrics_hourly.UniqueIndex;
     "organization": organization.UniqueIndex;
+    "parked_jobs": parked_jobs.UniqueIndex;
     "password_credentials": password_credentials.UniqueIndex;
     "pending_reviews": pending_reviews.UniqueIndex;
     "projection_checkpoints": projection_checkpoints.UniqueIndex;
@@ -7789,6 +8026,7 @@ declare module 'zapatos/schema' {
     "llm_usage": llm_usage.Column;
     "metrics_hourly": metrics_hourly.Column;
     "organization": organization.Column;
+    "parked_jobs": parked_jobs.Column;
     "password_credentials": password_credentials.Column;
     "pending_reviews": pending_reviews.Column;
     "projection_checkpoints": projection_checkpoints.Column;
@@ -7820,6 +8058,7 @@ declare module 'zapatos/schema' {
     "llm_usage": llm_usage.SQL;
     "metrics_hourly": metrics_hourly.SQL;
     "organization": organization.SQL;
+    "parked_jobs": parked_jobs.SQL;
     "password_credentials": password_credentials.SQL;
     "pending_reviews": pending_reviews.SQL;
     "projection_checkpoints": projection_checkpoints.SQL;

@@ -7,6 +7,7 @@ import type { TokenService } from '../../tokens/index.ts';
 import { writeAudit } from '../audit/audit-repository.ts';
 import { lockTenant, tryTransition } from '../tenants/tenant-lifecycle.ts';
 import { findTenant } from '../tenants/tenant-repository.ts';
+import { refuseIfSuspended } from '../tenants/tenant-suspension.ts';
 import {
   findAppName,
   findBootstrapCredentialHash,
@@ -100,6 +101,8 @@ export function createAdapterService(deps: AdapterServiceDeps) {
     async exchangeBootstrapCredential(tenantId: string, credential: string): Promise<AdapterToken> {
       const minted = await deps.db.withTenant(tenantId, async (tx) => {
         if (!(await verifyBootstrapCredential(tx, tenantId, credential))) return undefined;
+        // Only to the holder of the credential: the refusal tells nobody else the tenant exists.
+        refuseIfSuspended(tenantId, await stateOf(tx, tenantId));
         return mintAdapterToken(tx, deps, tenantId);
       });
       if (!minted) throw new InvalidBootstrapCredentialError();
@@ -157,6 +160,7 @@ async function mintAdapterToken(
 async function configView(tx: TenantTx, tenantId: string): Promise<AdapterConfigView | undefined> {
   const tenant = await findTenant(tx, tenantId);
   if (!tenant || tenant.deleted_at !== null) return undefined;
+  refuseIfSuspended(tenantId, tenant.state);
   return {
     tenant_id: tenantId,
     config_revision: tenant.config_revision,
@@ -201,6 +205,8 @@ async function heartbeatIn(
 ): Promise<HeartbeatOutcome | undefined> {
   const before = await stateOf(tx, beat.tenantId);
   if (before === undefined) return undefined;
+  // Nothing recorded: a suspended tenant's adapter should not be running at all.
+  refuseIfSuspended(beat.tenantId, before);
   // Only a heartbeat that can activate waits for the lock, and only briefly: once the package
   // is Ready the orchestrator holds the tenant for a pass, not for a readiness wait.
   const activated =

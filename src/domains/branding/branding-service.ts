@@ -53,7 +53,16 @@ async function requireTenant(tx: TenantTx, tenantId: string): Promise<void> {
   if (!(await tenantExists(tx, tenantId))) throw new UnknownTenantError(tenantId);
 }
 
-export function createBrandingService(deps: { db: AppDatabase }) {
+export interface BrandingServiceDeps {
+  db: AppDatabase;
+  /**
+   * The configuration revision a branding edit makes, in its transaction: the tenant package
+   * values carry the branding (tenant-config-service.ts brandingChanged).
+   */
+  revise?: (tx: TenantTx, tenantId: string, actor: BrandingActor) => Promise<void>;
+}
+
+export function createBrandingService(deps: BrandingServiceDeps) {
   const read = async (tenantId: string): Promise<BrandingBody> =>
     bodyOf(await deps.db.withTenant(tenantId, readBranding));
   return {
@@ -67,7 +76,8 @@ export function createBrandingService(deps: { db: AppDatabase }) {
     },
     /**
      * Replaces the tenant's branding whole, audited as `settings.update` with the branding it
-     * replaced, in one transaction. A refused change (InvalidBrandingError) writes nothing.
+     * replaced, and makes the configuration revision that carries it into the package values,
+     * in one transaction. A refused change (InvalidBrandingError) writes nothing.
      */
     async update(
       tenantId: string,
@@ -101,6 +111,7 @@ export function createBrandingService(deps: { db: AppDatabase }) {
           after: auditSnapshot(stored),
           actingAs: actor.actingAs,
         });
+        await deps.revise?.(tx, tenantId, actor);
         return bodyOf(stored);
       });
     },

@@ -9,6 +9,7 @@ import { AdapterTenantGoneError } from '../adapter/adapter-types.ts';
 import { appendStreamStarts, type StreamStart } from '../events/event-repository.ts';
 import { enqueueJobs } from '../jobs/job-repository.ts';
 import { findTenant } from '../tenants/tenant-repository.ts';
+import { refuseIfSuspended } from '../tenants/tenant-suspension.ts';
 import { alertStreamId, parseAlertTimestamp, type Severity, severityOf } from './alert-identity.ts';
 import {
   existingStreams,
@@ -116,9 +117,13 @@ export function createIngestService(deps: IngestServiceDeps) {
 
 export type IngestService = ReturnType<typeof createIngestService>;
 
-/** A soft-deleted tenant's adapter should no longer exist; its leftover token stores nothing. */
+/**
+ * A soft-deleted tenant's adapter should no longer exist; its leftover token stores nothing.
+ * A suspended tenant's is refused outright (TenantSuspendedError, 403 `tenant_suspended`).
+ */
 async function isLive(tx: TenantTx, tenantId: string): Promise<boolean> {
   const tenant = await findTenant(tx, tenantId);
+  refuseIfSuspended(tenantId, tenant?.state);
   return tenant !== undefined && tenant.deleted_at === null;
 }
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { TenantTx } from '../../db/tenant-context.ts';
+import type { InstallTx, TenantTx } from '../../db/tenant-context.ts';
 import type { JobSpec, QueuedPayload } from './job-types.ts';
 
 /**
@@ -33,4 +33,30 @@ export async function enqueueJobs(tx: TenantTx, jobs: readonly JobSpec[]): Promi
        true)`,
     [JSON.stringify(specs)],
   );
+}
+
+/** A job queue bucket: jobs of one task in one state. */
+export interface QueueDepth {
+  task: string;
+  /** locked: running now; failed: out of attempts; scheduled: waiting for run_at; else ready. */
+  state: 'ready' | 'scheduled' | 'locked' | 'failed';
+  jobs: number;
+}
+
+/**
+ * The queue's depth by task and state (graphile-worker's public `jobs` view; the queue is
+ * install-scoped). Locked is tested first: a job on its last attempt has used it already.
+ */
+export async function queueDepth(tx: InstallTx): Promise<QueueDepth[]> {
+  const { rows } = await tx.query<QueueDepth>(
+    `SELECT task_identifier AS task,
+            CASE WHEN locked_at IS NOT NULL THEN 'locked'
+                 WHEN attempts >= max_attempts THEN 'failed'
+                 WHEN run_at > now() THEN 'scheduled'
+                 ELSE 'ready' END AS state,
+            count(*)::int AS jobs
+       FROM graphile_worker.jobs
+      GROUP BY 1, 2`,
+  );
+  return rows;
 }

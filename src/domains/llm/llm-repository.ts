@@ -15,17 +15,19 @@ import type {
  */
 
 /**
- * `llm` of the newest configuration revision (tenant creation stores it without the key,
- * docs/orchestrator.md); undefined when the tenant runs on the install defaults.
+ * `llm` of the applied configuration revision (stored without the key, docs/orchestrator.md;
+ * a revision still rolling out is not in effect yet); undefined when the tenant runs on the
+ * install defaults.
  */
 export async function findLlmConfig(
   tx: TenantTx,
   tenantId: string,
 ): Promise<StoredLlmConfig | undefined> {
   const { rows } = await tx.query<{ llm: StoredLlmConfig | null }>(
-    `SELECT details->'config'->'llm' AS llm FROM tenant_lifecycle_events
-      WHERE tenant_id = $1 AND kind = 'config_revision'
-      ORDER BY config_revision DESC, id DESC LIMIT 1`,
+    `SELECT e.details->'config'->'llm' AS llm
+       FROM tenant_lifecycle_events e JOIN tenants t ON t.id = e.tenant_id
+      WHERE e.tenant_id = $1 AND e.kind = 'config_revision'
+        AND e.config_revision = t.config_revision`,
     [tenantId],
   );
   return rows[0]?.llm ?? undefined;

@@ -14,6 +14,7 @@ import {
   type ProviderSettings,
 } from '../../integrations/llm/index.ts';
 import type { Logger } from '../../log/index.ts';
+import type { Metrics } from '../../metrics/metrics.ts';
 import { writeAudit } from '../audit/audit-repository.ts';
 import { findTenant } from '../tenants/tenant-repository.ts';
 import { TenantNotFoundError } from '../tenants/tenant-types.ts';
@@ -65,6 +66,8 @@ export interface LlmServiceDeps {
    */
   checkPolicy: (policy: TriagePolicy) => string[];
   logger?: Pick<Logger, 'info'> | undefined;
+  /** Tokens and cost per tenant (`svc_llm_*` metrics), counted once the usage is settled. */
+  metrics?: Pick<Metrics, 'llmUsage'> | undefined;
 }
 
 const DEFAULT_KEY_TTL_MS = 60_000;
@@ -160,6 +163,7 @@ export function createLlmService(deps: LlmServiceDeps) {
     const result = await askModel(tenantId, ask, admitted);
     const costUsd = costOf(deps.prices, admitted.settings.model, result);
     await settle(tenantId, admitted, result, costUsd);
+    deps.metrics?.llmUsage(tenantId, { ...result.usage, cost: costUsd });
     deps.logger?.info(
       {
         tenant_id: tenantId,

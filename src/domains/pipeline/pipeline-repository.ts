@@ -40,15 +40,19 @@ export async function readInvestigationAlerts(
   return rows.map((r) => r.alert);
 }
 
-/** The newest stored configuration's `integrations` (where cases and analysis are reached). */
+/**
+ * The applied configuration revision's `integrations` (where cases and analysis are reached); a
+ * revision still rolling out is not in effect yet.
+ */
 export async function findIntegrations(
   tx: TenantTx,
   tenantId: string,
 ): Promise<StoredIntegrations | undefined> {
   const { rows } = await tx.query<{ integrations: StoredIntegrations | null }>(
-    `SELECT details->'config'->'integrations' AS integrations FROM tenant_lifecycle_events
-      WHERE tenant_id = $1 AND kind = 'config_revision'
-      ORDER BY config_revision DESC, id DESC LIMIT 1`,
+    `SELECT e.details->'config'->'integrations' AS integrations
+       FROM tenant_lifecycle_events e JOIN tenants t ON t.id = e.tenant_id
+      WHERE e.tenant_id = $1 AND e.kind = 'config_revision'
+        AND e.config_revision = t.config_revision`,
     [tenantId],
   );
   return rows[0]?.integrations ?? undefined;

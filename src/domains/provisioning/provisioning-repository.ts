@@ -51,15 +51,26 @@ export async function setErrorDetails(
 export async function allocateEdgePortPair(
   tx: InstallTx,
   tenantId: string,
+  maxPair: number,
 ): Promise<number | undefined> {
   const { rows } = await tx.query<Pick<s.tenants.Selectable, 'edge_port_pair'>>(
     `UPDATE tenants SET edge_port_pair = coalesce(edge_port_pair, (
-        SELECT min(k) FROM generate_series(0, 32767) AS k
+        SELECT min(k) FROM generate_series(0, $2::int) AS k
          WHERE NOT EXISTS (SELECT 1 FROM tenants t WHERE t.edge_port_pair = k)))
       WHERE id = $1 RETURNING edge_port_pair`,
-    [tenantId],
+    [tenantId, maxPair],
   );
   return rows[0]?.edge_port_pair ?? undefined;
+}
+
+/** The tenants holding a pair: what the edge proxy fronts (src/orchestrator/edge-proxy.ts). */
+export async function edgeProxyTenants(
+  tx: InstallTx,
+): Promise<Array<Pick<s.tenants.Selectable, 'slug'> & { edge_port_pair: number }>> {
+  const { rows } = await tx.query<Pick<s.tenants.Selectable, 'slug'> & { edge_port_pair: number }>(
+    'SELECT slug, edge_port_pair FROM tenants WHERE edge_port_pair IS NOT NULL ORDER BY slug',
+  );
+  return rows;
 }
 
 export async function releaseEdgePortPair(tx: Transaction, tenantId: string): Promise<void> {
@@ -117,13 +128,20 @@ export async function dueWork(
   const { rows } = await tx.query<{ id: string; kind: WorkKind }>(
     `SELECT id, CASE
               WHEN state IN ('pending', 'provisioning') THEN 'provision'
-              WHEN state = 'active' THEN 'upgrade'
+              WHEN state = 'suspended' THEN 'suspend'
+              -- A resume finishes before an upgrade starts: helm must see the replicas restored.
+              WHEN state = 'active' AND data_plane <> 'running' THEN 'resume'
+              WHEN state = 'active' AND upgrade_target IS NOT NULL THEN 'upgrade'
+              -- A configuration change waits for a running upgrade (one kind per pass).
+              WHEN state = 'active' THEN 'config'
               WHEN state = 'decommissioning' THEN 'decommission'
               ELSE 'purge' END AS kind
        FROM tenants
       WHERE (state = 'pending' AND error_details IS NULL)
          OR state = 'provisioning'
-         OR (state = 'active' AND upgrade_target IS NOT NULL)
+         OR (state = 'suspended' AND data_plane <> 'stopped')
+         OR (state = 'active' AND (upgrade_target IS NOT NULL OR config_target IS NOT NULL
+               OR data_plane <> 'running'))
          OR (state = 'decommissioning' AND coalesce(decommission_at,
                state_changed_at + make_interval(secs => $2)) <= $1::timestamptz)
          OR (state = 'soft-deleted' AND deleted_at <= $1::timestamptz - make_interval(secs => $3))
@@ -142,10 +160,13 @@ export async function reconcilableTenantIds(tx: InstallTx): Promise<string[]> {
   return rows.map((r) => r.id);
 }
 
-/** Tenants whose adapter holds a JWT svc keeps fresh. */
+/**
+ * Tenants whose adapter holds a JWT svc keeps fresh; a suspended one too, so its adapter can
+ * sign in again the moment it is resumed.
+ */
 export async function tokenHoldingTenantIds(tx: InstallTx): Promise<string[]> {
   const { rows } = await tx.query<Pick<s.tenants.Selectable, 'id'>>(
-    `SELECT id FROM tenants WHERE state IN ('provisioning', 'active')`,
+    `SELECT id FROM tenants WHERE state IN ('provisioning', 'active', 'suspended')`,
   );
   return rows.map((r) => r.id);
 }
@@ -187,15 +208,21 @@ export async function stepHistory(tx: TenantTx, tenantId: string): Promise<StepR
   return rows;
 }
 
-/** The newest configuration revision's details (tenant creation stores it secret-free). */
-export async function latestConfigRevision(
+/**
+ * The details of configuration revision `revision` (stored secret-free), by default the applied
+ * one (`tenants.config_revision`): a newer revision still rolling out, or one that failed, is
+ * never what the tenant runs with.
+ */
+export async function configRevisionDetails(
   tx: TenantTx,
   tenantId: string,
+  revision?: number,
 ): Promise<{ config?: unknown } | undefined> {
   const { rows } = await tx.query<{ details: { config?: unknown } }>(
-    `SELECT details FROM tenant_lifecycle_events
-      WHERE tenant_id = $1 AND kind = 'config_revision' ORDER BY config_revision DESC, id DESC LIMIT 1`,
-    [tenantId],
+    `SELECT e.details FROM tenant_lifecycle_events e JOIN tenants t ON t.id = e.tenant_id
+      WHERE e.tenant_id = $1 AND e.kind = 'config_revision'
+        AND e.config_revision = coalesce($2::int, t.config_revision)`,
+    [tenantId, revision ?? null],
   );
   return rows[0]?.details;
 }
@@ -220,18 +247,6 @@ export async function heartbeatBeforeReady(
 }
 
 // --- tenant_secrets (references only: namespace, name, version) --------------------------
-
-export async function hasSecretRef(
-  tx: TenantTx,
-  tenantId: string,
-  purpose: string,
-): Promise<boolean> {
-  const { rows } = await tx.query(
-    'SELECT 1 FROM tenant_secrets WHERE tenant_id = $1 AND purpose = $2',
-    [tenantId, purpose],
-  );
-  return rows.length > 0;
-}
 
 /** Names of the tenant's Secrets svc's record places in `namespace`. */
 export async function secretRefNames(
@@ -337,6 +352,7 @@ export const PURGE_ORDER = [
   'llm_cache',
   'llm_usage',
   'triage_policies',
+  'parked_jobs',
 ] as const;
 
 /** The soft-deleted tenant, row-locked for its purge; undefined when it is not (or no more). */

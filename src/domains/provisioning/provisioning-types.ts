@@ -22,7 +22,11 @@ export type MarkerStep =
   | 'upgrade_requested'
   | 'upgraded'
   | 'upgrade_failed'
-  | 'heartbeat_before_ready';
+  | 'heartbeat_before_ready'
+  | 'data_plane_suspended'
+  | 'data_plane_resumed'
+  | 'config_applied'
+  | 'config_failed';
 
 export interface StepRecord {
   step: string;
@@ -37,4 +41,11 @@ export interface EdgePorts {
 }
 
 /** What the orchestrator has to do for one tenant now. */
-export type WorkKind = 'provision' | 'decommission' | 'purge' | 'upgrade';
+export type WorkKind =
+  | 'provision'
+  | 'decommission'
+  | 'purge'
+  | 'upgrade'
+  | 'config'
+  | 'suspend'
+  | 'resume';

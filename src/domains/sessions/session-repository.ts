@@ -171,3 +171,16 @@ export async function revokeSession(tx: Transaction, id: string, now: Date): Pro
     now,
   ]);
 }
+
+/**
+ * Sessions live at `now` across the install, for the `svc_sessions_live` gauge (`sessions` has
+ * no RLS). Only live rows can pass `idle_expiry > now`, at most 30 minutes of sign-ins.
+ */
+export async function countLiveSessions(tx: InstallTx, now: Date): Promise<number> {
+  const { rows } = await tx.query<{ live: number }>(
+    `SELECT count(*)::int AS live FROM sessions
+      WHERE revoked_at IS NULL AND idle_expiry > $1 AND absolute_expiry > $1`,
+    [now],
+  );
+  return rows[0]?.live ?? 0;
+}

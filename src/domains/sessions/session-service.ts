@@ -5,7 +5,9 @@ import type { PasswordHasher } from '../../auth/passwords.ts';
 import type { AuthMode } from '../../config/index.ts';
 import type { AppDatabase } from '../../db/pools.ts';
 import type { Transaction } from '../../db/tenant-context.ts';
+import { type Metrics, NO_METRICS } from '../../metrics/metrics.ts';
 import { writeAudit } from '../audit/audit-repository.ts';
+import { signInSuspended, tenantSuspended } from '../tenants/tenant-suspension.ts';
 import {
   countFailure,
   findLogin,
@@ -31,7 +33,9 @@ export type LoginResult =
   /** `secret` is the cookie value; only its hash is stored. */
   | { kind: 'ok'; identity: Identity; session: SessionRow; secret: string }
   | { kind: 'invalid' }
-  | { kind: 'locked'; unlockAt: Date };
+  | { kind: 'locked'; unlockAt: Date }
+  /** Right password, but the user's tenant is suspended (issue 15): no session. */
+  | { kind: 'suspended' };
 
 export type ChangeResult =
   | { kind: 'ok'; revokedSessions: number }
@@ -43,9 +47,17 @@ export interface AuthServiceDeps {
   hasher: PasswordHasher;
   now: () => Date;
   authMode: AuthMode;
+  /** Counts accounts as they become locked (the `svc_lockouts_total` metric). */
+  metrics?: Pick<Metrics, 'lockout'>;
 }
 
-export function createAuthService({ db, hasher, now, authMode }: AuthServiceDeps) {
+export function createAuthService({
+  db,
+  hasher,
+  now,
+  authMode,
+  metrics = NO_METRICS,
+}: AuthServiceDeps) {
   return {
     /** Spec §3.2, §3.3, §5.4, §6.1. Never tells an unknown email from a wrong password. */
     async login(input: {
@@ -93,7 +105,7 @@ export function createAuthService({ db, hasher, now, authMode }: AuthServiceDeps
 
       const verdict = await hasher.verify(credential.password_hash, input.password);
       if (!verdict.ok) {
-        return db.withScope(user.tenant_id, async (tx) => {
+        const failed = await db.withScope(user.tenant_id, async (tx) => {
           await audit(tx, 'auth.login.failure', { reason: 'bad_password' });
           const locked = await recordFailure(tx, user.id, now());
           if (!locked) return { kind: 'invalid' } as const;
@@ -109,10 +121,19 @@ export function createAuthService({ db, hasher, now, authMode }: AuthServiceDeps
           });
           return { kind: 'locked', unlockAt: locked } as const;
         });
+        // Once the lock has committed: a rolled-back failure locked nothing.
+        if (failed.kind === 'locked') metrics.lockout();
+        return failed;
       }
 
       const rehash = verdict.needsRehash ? await hasher.hash(input.password) : undefined;
       return db.withScope(user.tenant_id, async (tx) => {
+        // After the password check: only the password's holder learns of the suspension, and
+        // the answer takes as long as any other verified sign-in.
+        if (await signInSuspended(tx, user.tenant_id)) {
+          await audit(tx, 'auth.login.failure', { reason: 'tenant_suspended' });
+          return { kind: 'suspended' } as const;
+        }
         const at = now();
         await recordSignIn(tx, user.id, at, rehash);
         const { session, secret } = await createSession(tx, {
@@ -171,8 +192,19 @@ export function createAuthService({ db, hasher, now, authMode }: AuthServiceDeps
     },
 
     /** The provisioned user the identity proxy vouches for (spec §5.1), by email. */
+    /**
+     * The user the proxy names, and whether their tenant is suspended: in proxy mode there is
+     * no session the suspension could revoke, so every customer request checks (issue 15).
+     */
     proxyUser(email: string) {
-      return db.withoutTenant((tx) => findLogin(tx, normaliseEmail(email)), { expendable: true });
+      return db.withoutTenant(
+        async (tx) => {
+          const record = await findLogin(tx, normaliseEmail(email));
+          if (!record) return undefined;
+          return { ...record, tenant_suspended: await tenantSuspended(tx, record.tenant_id) };
+        },
+        { expendable: true },
+      );
     },
 
     /** Revokes only the current session (spec §3.2). */

@@ -21,11 +21,16 @@ export class ConfigInvalidError extends Error {
   }
 }
 
-/** Renders the package values exactly as the orchestrator will; throws RenderError. */
+/**
+ * Renders the package values exactly as the orchestrator will; throws RenderError. With
+ * `chartVersion` (a change of an installed tenant) against that chart, else against the one a
+ * new tenant gets.
+ */
 export type ValuesPreview = (input: {
   tenant: { id: string; slug: string; displayName: string };
   config: StoredConfig;
   hasLlmKey: boolean;
+  chartVersion?: string | undefined;
 }) => Promise<void>;
 
 export interface ConfigChecks {
@@ -166,6 +171,7 @@ export async function validateTenantConfig(
   config: TenantConfig,
   tenantId: string,
   checks: ConfigChecks,
+  chartVersion?: string,
 ): Promise<void> {
   const problems = [
     ...outboundProblems(config, checks.outbound),
@@ -179,6 +185,7 @@ export async function validateTenantConfig(
         tenant: { id: tenantId, slug: config.slug, displayName: config.display_name },
         config: withoutSecrets(config) as StoredConfig,
         hasLlmKey: config.llm?.api_key !== undefined,
+        chartVersion,
       });
     } catch (error) {
       if (!(error instanceof RenderError)) throw error;

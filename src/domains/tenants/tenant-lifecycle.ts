@@ -19,6 +19,7 @@ export type TenantState =
   | 'pending'
   | 'provisioning'
   | 'active'
+  | 'suspended'
   | 'decommissioning'
   | 'soft-deleted';
 
@@ -45,6 +46,11 @@ export const TRANSITIONS = [
   { from: 'pending', to: 'decommissioning', trigger: 'decommission' },
   { from: 'provisioning', to: 'decommissioning', trigger: 'decommission' },
   { from: 'decommissioning', to: 'soft-deleted', trigger: 'grace_period_ended' },
+  // Issue 15 ("suspension: not shown" in §3.1): only a running tenant can be paused, and only
+  // back to running; a suspended customer can still be let go (with the grace period).
+  { from: 'active', to: 'suspended', trigger: 'suspend' },
+  { from: 'suspended', to: 'active', trigger: 'resume' },
+  { from: 'suspended', to: 'decommissioning', trigger: 'decommission' },
 ] as const satisfies ReadonlyArray<{ from: TenantState; to: TenantState; trigger: string }>;
 
 export type Transition = (typeof TRANSITIONS)[number];

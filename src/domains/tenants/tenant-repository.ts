@@ -188,8 +188,11 @@ export type FleetTenant = Pick<s.tenants.Selectable, 'slug'> & {
   last_event_at: Date | null;
 };
 
-/** Cross-tenant rollup: how many tenants are in each state. */
-export async function countByState(tx: SystemTx): Promise<Array<{ state: string; n: number }>> {
+/**
+ * Cross-tenant rollup: how many tenants are in each state. `tenants` is an install table, so
+ * the metrics gauge reads it as svc_app, the fleet view through the System gate.
+ */
+export async function countByState(tx: Transaction): Promise<Array<{ state: string; n: number }>> {
   const { rows } = await tx.query<{ state: string; n: number }>(
     'SELECT state, count(*)::int AS n FROM tenants GROUP BY state',
   );

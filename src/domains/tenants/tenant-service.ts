@@ -32,6 +32,7 @@ import {
   setDecommissionAt,
   setUpgradeTarget,
 } from './tenant-repository.ts';
+import { createTenantSuspension } from './tenant-suspension.ts';
 import {
   type BootstrapCredentialIssuer,
   ChartVersionUnknownError,
@@ -255,6 +256,8 @@ export function createTenantService(deps: TenantServiceDeps) {
       wakeOrchestrator();
       return tenant;
     },
+
+    ...createTenantSuspension({ db, kick: deps.kick }),
 
     /** Spec §3.1: a failed provisioning is retried from the step that failed. */
     async retry(identity: Identity, id: string): Promise<Tenant> {

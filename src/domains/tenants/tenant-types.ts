@@ -1,7 +1,7 @@
 import type { Static } from 'typebox';
 import type * as s from 'zapatos/schema';
 import type { Tenant as TenantSchema } from '../../../contracts/mssp.ts';
-import type { TenantConfig } from '../../../contracts/tenant-config.ts';
+import type { StoredTenantConfig } from '../../../contracts/tenant-config-revisions.ts';
 import type { TenantTx } from '../../db/tenant-context.ts';
 import type { TenantState } from './tenant-lifecycle.ts';
 
@@ -22,10 +22,7 @@ export type LifecycleEntry = Pick<
 > & { id: string; details: Record<string, unknown> };
 
 /** The configuration as the database keeps it (config-secrets.ts withoutSecrets). */
-export type StoredConfig = Omit<TenantConfig, 'llm' | 'integrations'> & {
-  llm?: { provider: string; base_url: string; model: string; has_api_key: boolean };
-  integrations?: { external_analyzer_url?: string };
-};
+export type StoredConfig = StoredTenantConfig;
 
 /** The tenant package values renderer refused the configuration (orchestrator/render.ts). */
 export class RenderError extends Error {

@@ -269,3 +269,59 @@ export async function revokeUserSessions(
   );
   return rowCount ?? 0;
 }
+
+/**
+ * Every MSSP platform_admin row, enabled or not, locked in id order until the transaction
+ * ends. Each change that could remove a platform_admin takes these locks first and in this
+ * order, so two admins disabling or demoting each other wait for one another (no deadlock),
+ * and the second sees the first's result.
+ */
+export async function lockPlatformAdmins(
+  tx: InstallTx,
+): Promise<Pick<UserRow, 'id' | 'disabled_at'>[]> {
+  const { rows } = await tx.query<Pick<UserRow, 'id' | 'disabled_at'>>(
+    `SELECT id, disabled_at FROM users
+      WHERE tenant_id IS NULL AND role = 'platform_admin' ORDER BY id FOR UPDATE`,
+  );
+  return rows;
+}
+
+/** An MSSP-side user (no tenant), locked until the transaction ends; customers are not found. */
+export async function lockMsspUser(tx: InstallTx, id: string): Promise<ManagedUser | undefined> {
+  const { rows } = await tx.query<ManagedUser>(
+    `SELECT ${MANAGED_COLUMNS} FROM users WHERE id = $1 AND tenant_id IS NULL FOR UPDATE`,
+    [id],
+  );
+  return rows[0];
+}
+
+/** Sets or clears an MSSP-side user's disabled_at; returns the row as it is now. */
+export async function setMsspUserDisabled(
+  tx: InstallTx,
+  id: string,
+  disabledAt: Date | null,
+): Promise<ManagedUser> {
+  const { rows } = await tx.query<ManagedUser>(
+    `UPDATE users SET disabled_at = $2, updated_at = now()
+      WHERE id = $1 AND tenant_id IS NULL RETURNING ${MANAGED_COLUMNS}`,
+    [id, disabledAt],
+  );
+  const row = rows[0];
+  if (!row) throw new Error('MSSP user update returned no row');
+  return row;
+}
+
+export async function setMsspUserRole(
+  tx: InstallTx,
+  id: string,
+  role: 'platform_admin' | 'mssp_admin' | 'analyst',
+): Promise<ManagedUser> {
+  const { rows } = await tx.query<ManagedUser>(
+    `UPDATE users SET role = $2, updated_at = now()
+      WHERE id = $1 AND tenant_id IS NULL RETURNING ${MANAGED_COLUMNS}`,
+    [id, role],
+  );
+  const row = rows[0];
+  if (!row) throw new Error('MSSP user update returned no row');
+  return row;
+}

@@ -56,3 +56,16 @@ export class EmailConfusableError extends Error {
 export class AlreadyDeactivatedError extends Error {
   override name = 'AlreadyDeactivatedError';
 }
+
+/** Disabling or demoting the one enabled platform_admin would leave the install without one. */
+export class LastPlatformAdminError extends Error {
+  override name = 'LastPlatformAdminError';
+}
+
+/** A user may not disable itself or change its own role (another platform_admin must). */
+export class CannotChangeSelfError extends Error {
+  override name = 'CannotChangeSelfError';
+  constructor(readonly change: 'disable' | 'role') {
+    super(change === 'disable' ? 'You cannot disable yourself' : 'You cannot change your own role');
+  }
+}

@@ -10,6 +10,7 @@ import {
   passwordLength,
 } from '../../auth/passwords.ts';
 import type { RateLimiter } from '../../auth/rate-limit.ts';
+import type { PublicBrandingBody } from '../../domains/branding/branding-types.ts';
 import type { AuthService } from '../../domains/sessions/session-service.ts';
 import { normaliseEmail } from '../../domains/users/user-repository.ts';
 import { addressBlock, clientAddress } from '../client-address.ts';
@@ -29,6 +30,8 @@ export interface AuthRoutesDeps {
   perEmail: RateLimiter;
   proxies: BlockList;
   now: () => Date;
+  /** The sign-in page's branding for a host: the same lookup as GET /api/public/branding. */
+  branding: (host: string) => Promise<PublicBrandingBody>;
 }
 
 /** Raises the problem for a password outside 12..1024 code points or one password-policy.ts refuses. */
@@ -90,6 +93,17 @@ export function authRoutes(deps: AuthRoutesDeps): { public: Hono; authenticated:
   }
 
   const open = new Hono();
+  // GET /api/public/branding answers for the Host the request came to; this one for a host
+  // named in the query (issue 15 names it), e.g. a sign-in page served from another origin.
+  implement(
+    open,
+    authContract.branding,
+    [],
+  )(async (c, { query }) => {
+    c.header('Cache-Control', 'no-cache');
+    return { status: 200, body: await deps.branding(query.host) };
+  });
+
   implement(
     open,
     authContract.login,
@@ -114,6 +128,13 @@ export function authRoutes(deps: AuthRoutesDeps): { public: Hono; authenticated:
     }).catch(busy);
     if (result.kind === 'invalid') {
       throw new ProblemError(401, 'invalid_credentials', 'Email or password is incorrect.');
+    }
+    if (result.kind === 'suspended') {
+      throw new ProblemError(
+        403,
+        'tenant_suspended',
+        'This organisation is suspended. Contact your service provider.',
+      );
     }
     if (result.kind === 'locked') {
       throw new ProblemError(423, 'account_locked', 'This account is temporarily locked.', {

@@ -11,6 +11,7 @@ import {
 } from '../../domains/adapter/adapter-types.ts';
 import type { IngestService } from '../../domains/ingest/ingest-service.ts';
 import { IngestRateLimitedError, InvalidAlertsError } from '../../domains/ingest/ingest-types.ts';
+import { TenantSuspendedError } from '../../domains/tenants/tenant-suspension.ts';
 import type { RouteBodyLimit } from '../body-limit.ts';
 import { implement } from '../contract.ts';
 import { ProblemError } from '../problem.ts';
@@ -44,6 +45,9 @@ async function problems<T>(work: Promise<T>): Promise<T> {
     // A genuine token whose tenant is gone is refused like any other invalid token.
     if (error instanceof AdapterTenantGoneError)
       throw new ProblemError(401, 'invalid_token', 'The token is not valid here');
+    // Issue 15: the adapter of a suspended tenant is told why, and nothing was written.
+    if (error instanceof TenantSuspendedError)
+      throw new ProblemError(403, 'tenant_suspended', error.message);
     if (error instanceof InvalidAlertsError)
       throw new ProblemError(400, 'validation_failed', 'Request body failed validation', {
         errors: error.problems,

@@ -90,6 +90,18 @@ export function msspTenantRoutes(
     return { status: 200, body: { tenant: toJson(tenant) } };
   });
 
+  implement(app, msspTenantContract.suspend, [operators])(async (c, { params, body }) => {
+    const id = tenantOfRequest(c, params.tenant_id);
+    const tenant = await tenants.suspend(c.get('identity'), id, body).catch(tenantProblem);
+    return { status: 200, body: { tenant: toJson(tenant) } };
+  });
+
+  implement(app, msspTenantContract.resume, [operators])(async (c, { params, body }) => {
+    const id = tenantOfRequest(c, params.tenant_id);
+    const tenant = await tenants.resume(c.get('identity'), id, body).catch(tenantProblem);
+    return { status: 200, body: { tenant: toJson(tenant) } };
+  });
+
   implement(app, msspTenantContract.retry, [operators])(async (c, { params }) => {
     const tenant = await tenants.retry(c.get('identity'), params.tenant_id).catch(tenantProblem);
     return { status: 202, body: { tenant: toJson(tenant) } };

@@ -1,4 +1,5 @@
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
+import { matchedRoutes } from 'hono/route';
 import { contract, Problem } from '../../../contracts/index.ts';
 import pkg from '../../../package.json' with { type: 'json' };
 import { checkCsrf, type OriginPolicy } from '../../auth/csrf.ts';
@@ -11,26 +12,35 @@ import type { IngestService } from '../../domains/ingest/ingest-service.ts';
 import type { InvestigationService } from '../../domains/investigations/investigation-service.ts';
 import type { LlmService } from '../../domains/llm/llm-service.ts';
 import type { AuthService } from '../../domains/sessions/session-service.ts';
+import type { SettingsService } from '../../domains/settings/settings-service.ts';
+import type { TenantConfigService } from '../../domains/tenants/tenant-config-service.ts';
 import type { TenantService } from '../../domains/tenants/tenant-service.ts';
 import type { CrossTenantTriageService } from '../../domains/triage/cross-tenant-service.ts';
 import type { TriageService } from '../../domains/triage/triage-service.ts';
+import type { UserLifecycle } from '../../domains/users/user-lifecycle.ts';
 import type { UserService } from '../../domains/users/user-service.ts';
 import { DatabaseUnavailableError } from '../../faults/unavailable.ts';
 import type { Logger } from '../../log/index.ts';
+import { countingRefusals } from '../../metrics/counted.ts';
+import { type Metrics, NO_METRICS } from '../../metrics/metrics.ts';
 import type { TokenService } from '../../tokens/index.ts';
 import { type AllowedMethods, allowedMethods } from '../allowed-methods.ts';
 import { authRoutes } from '../auth/routes.ts';
 import { authenticate } from '../authenticate.ts';
 import { limitBody, MAX_BODY_BYTES } from '../body-limit.ts';
+import { compilePath } from '../contract.ts';
 import type { StreamDeps } from '../event-stream.ts';
 import { requireFamily, requirePasswordCurrent } from '../guards.ts';
 import type { HostPolicy } from '../hosts.ts';
 import { INTERNAL_BODY_LIMITS, internalRoutes } from '../internal/routes.ts';
 import { brandingRoutes } from '../mssp/branding.ts';
+import { configRoutes } from '../mssp/config.ts';
 import { crossTenantRoutes } from '../mssp/cross-tenant.ts';
 import { llmRoutes } from '../mssp/llm.ts';
 import { msspRoutes } from '../mssp/routes.ts';
+import { settingsRoutes } from '../mssp/settings.ts';
 import { triageRoutes } from '../mssp/triage.ts';
+import { userLifecycleRoutes } from '../mssp/user-lifecycle.ts';
 import { userManagementRoutes } from '../mssp/user-management.ts';
 import { msspUserRoutes } from '../mssp/users.ts';
 import { openApiDocument, referencePage } from '../openapi.ts';
@@ -51,6 +61,8 @@ declare module 'hono' {
 export interface ApiServices {
   sessions: AuthService;
   users: UserService;
+  userLifecycle: UserLifecycle;
+  settings: SettingsService;
   tenants: TenantService;
   audit: AuditService;
   adapter: AdapterService;
@@ -60,6 +72,7 @@ export interface ApiServices {
   investigations: InvestigationService;
   branding: BrandingService;
   llm: LlmService;
+  tenantConfig: TenantConfigService;
 }
 
 /** What the API needs beyond health: present in `svc serve`, absent in bare HTTP tests. */
@@ -85,6 +98,8 @@ export interface AppDeps {
   logger: Logger;
   /** True when the database answers as svc_app. */
   databaseReady: () => Promise<boolean>;
+  /** Requests by route template and the sign-in limiters' refusals; default none recorded. */
+  metrics?: Pick<Metrics, 'httpRequest' | 'rateLimited'>;
   api?: ApiDeps;
   /** The built consoles, served for every other GET; absent in bare HTTP tests. */
   web?: WebDeps;
@@ -99,6 +114,7 @@ export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
   const proxies = trustedProxies(deps.trustedProxyCidrs);
   app.use(requestId(proxies));
+  app.use(countRequests(deps.metrics ?? NO_METRICS, routeTemplates(contract)));
   app.use(requestLog(deps.logger));
   // Before every route, authentication and CSRF: no request body is ever held past the limit
   // (1 MiB; the adapter's alert batches 4 MiB).
@@ -120,6 +136,46 @@ export function createApp(deps: AppDeps): Hono {
   app.notFound((c) => problem(c, 404, 'not_found', 'Not Found'));
   app.onError(answerError(deps.logger));
   return app;
+}
+
+/** Each contract route's Hono path → its contract path (`/api/mssp/tenants/{tenant_id}`). */
+function routeTemplates(families: typeof contract): ReadonlyMap<string, string> {
+  const templates = new Map<string, string>();
+  for (const routes of Object.values(families)) {
+    for (const r of Object.values(routes)) templates.set(compilePath(r.path).honoPath, r.path);
+  }
+  return templates;
+}
+
+/**
+ * `svc_http_requests_total` and its latency by route template: the contract path a request
+ * matched (other routes by their Hono pattern), never the raw URL, so the label set is bounded
+ * by the routes svc has. Middleware is registered for ALL methods and is skipped; a request no
+ * route answers is `unmatched`. A stream counts until its response opens.
+ */
+function countRequests(
+  metrics: Pick<Metrics, 'httpRequest'>,
+  templates: ReadonlyMap<string, string>,
+): MiddlewareHandler {
+  return async (c, next) => {
+    const started = performance.now();
+    await next();
+    metrics.httpRequest({
+      route: routeTemplate(c, templates),
+      method: c.req.method,
+      status: c.res.status,
+      seconds: (performance.now() - started) / 1000,
+    });
+  };
+}
+
+function routeTemplate(c: Context, templates: ReadonlyMap<string, string>): string {
+  const route = matchedRoutes(c).find((r) => r.method !== 'ALL');
+  if (!route) return 'unmatched';
+  // The consoles' catch-all matches every GET: it names the request only when it served a page
+  // (not an unknown /api path, nor one a middleware refused first).
+  if (route.path.includes('*') && c.res.status >= 400) return 'unmatched';
+  return templates.get(route.path) ?? route.path;
 }
 
 function requestLog(logger: Logger): MiddlewareHandler {
@@ -187,10 +243,19 @@ function mountApi(
   app.use(csrf(api.origins, deps.logger));
   const auth = authRoutes({
     service: services.sessions,
-    perIp: createRateLimiter(api.auth.loginRateLimitPerIp, () => api.now().getTime()),
-    perEmail: createRateLimiter(api.auth.loginRateLimitPerEmail, () => api.now().getTime()),
+    perIp: countingRefusals(
+      createRateLimiter(api.auth.loginRateLimitPerIp, () => api.now().getTime()),
+      'login_ip',
+      deps.metrics ?? NO_METRICS,
+    ),
+    perEmail: countingRefusals(
+      createRateLimiter(api.auth.loginRateLimitPerEmail, () => api.now().getTime()),
+      'login_email',
+      deps.metrics ?? NO_METRICS,
+    ),
     proxies,
     now: api.now,
+    branding: (host) => services.branding.readPublic(api.hosts.customerSlug(host)),
   });
   const internal = internalRoutes(services.adapter, services.ingest);
   // The adapter's bootstrap exchange authenticates with its own credential, not a token.
@@ -229,10 +294,13 @@ function mountApi(
     }),
   );
   app.route('/', userManagementRoutes(services.users));
+  app.route('/', userLifecycleRoutes(services.userLifecycle));
+  app.route('/', settingsRoutes(services.settings));
   app.route('/', triageRoutes(services.triage));
   app.route('/', crossTenantRoutes(services.crossTenant));
   app.route('/', llmRoutes(services.llm));
   app.route('/', brandingRoutes(services.branding));
+  app.route('/', configRoutes(services.tenantConfig));
   app.route('/', tenantRoutes({ ...services, streams: api.streams }));
   if (deps.authMode === 'internal') {
     app.route('/', auth.authenticated);

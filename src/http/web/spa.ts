@@ -103,7 +103,9 @@ export function webRoutes(deps: WebDeps): Hono {
     return c.body(new Uint8Array(packed));
   });
   app.get('*', async (c) => {
-    if (c.req.path === '/api' || c.req.path.startsWith('/api/')) return c.notFound();
+    // /metrics lives on its own port (src/metrics/server.ts): a scraper pointed here gets 404.
+    if (c.req.path === '/api' || c.req.path.startsWith('/api/') || c.req.path === '/metrics')
+      return c.notFound();
     const which = deps.hosts.customerSlug(c.req.header('host')) === undefined ? 'mssp' : 'portal';
     const html = await readOrUndefined(path.join(deps.root, which, 'index.html'));
     secure(c);

@@ -1,5 +1,6 @@
 import { isUuid } from '../../../contracts/uuid.ts';
 import type { PipelineService, StepRun } from '../../domains/pipeline/pipeline-service.ts';
+import type { JobSuspensionGate } from '../../domains/tenants/tenant-suspension.ts';
 import { type JobHandler, JobInputError, type JobRun } from '../runtime.ts';
 
 /**
@@ -21,11 +22,29 @@ function step(run: JobRun): StepRun {
   };
 }
 
-export function pipelineJobs(pipeline: PipelineService): Record<string, JobHandler> {
-  return {
+/**
+ * Issue 15: a suspended tenant spends nothing (no model, no integration call). Its job is
+ * parked and put back on the queue by the resume, so triage continues where it stopped.
+ */
+function unlessSuspended(gate: JobSuspensionGate, handler: JobHandler): JobHandler {
+  return async (run) => {
+    const job = { tenantId: run.tenantId, jobType: run.jobType, input: run.input };
+    if (await gate.parkIfSuspended(job)) return;
+    await handler(run);
+  };
+}
+
+export function pipelineJobs(
+  pipeline: PipelineService,
+  gate: JobSuspensionGate,
+): Record<string, JobHandler> {
+  const jobs: Record<string, JobHandler> = {
     triage: (run) => pipeline.triage(step(run), idOf(run, 'investigation_id')),
     enrich: (run) => pipeline.enrich(step(run), idOf(run, 'investigation_id')),
     decide: (run) => pipeline.decide(step(run), idOf(run, 'investigation_id')),
     act: (run) => pipeline.act(step(run), idOf(run, 'review_id')),
   };
+  return Object.fromEntries(
+    Object.entries(jobs).map(([type, handler]) => [type, unlessSuspended(gate, handler)]),
+  );
 }

@@ -2,8 +2,10 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { adapterToken, issue, setState } from '../internal/support.ts';
 import {
+  createTenantVia,
   type Orchestration,
   PASSWORD,
+  tenantConfig,
   uniqueSlug,
   useOrchestration,
 } from '../provisioning/support.ts';
@@ -24,6 +26,8 @@ import {
 const MAX_EXAMPLES = 10;
 
 let tenantId: string;
+/** A tenant created through the API, so it has configuration revisions (issue 15). */
+let configTenant: string;
 let adminSession: string;
 let logoutSession: string;
 let viewerSession: string;
@@ -87,8 +91,34 @@ const o: Orchestration = useOrchestration(
       password: PASSWORD,
     });
     viewerSession = await signIn(viewer);
+    configTenant = await revisedTenant();
   },
 );
+
+/**
+ * A tenant made through the API (revision 1, real Secrets), marked active, with revision 2
+ * applied as the orchestrator would record it: its revision list pages with limit=1.
+ */
+async function revisedTenant(): Promise<string> {
+  const slug = uniqueSlug('stc');
+  const id = await createTenantVia(o, tenantConfig(slug));
+  await o.db.pools.mssp.query(
+    `UPDATE tenants SET state = 'active', chart_version = $2 WHERE id = $1`,
+    [id, o.deps.catalog.versions()[0]],
+  );
+  const current = await o.admin.mssp.getConfig({ params: { tenant_id: id } });
+  assert.equal(current.status, 200);
+  const res = await o.admin.mssp.putConfig({
+    params: { tenant_id: id },
+    body: { slug, display_name: `${slug} renamed` },
+  });
+  assert.equal(res.status, 202, JSON.stringify(res.body));
+  await o.db.pools.mssp.query(
+    `UPDATE tenants SET config_revision = config_target, config_target = NULL WHERE id = $1`,
+    [id],
+  );
+  return id;
+}
 
 /**
  * Event streams never end by themselves: schemathesis reads one until 20 events arrive or the
@@ -174,6 +204,11 @@ test('issue 10: schemathesis finds no failure as the adapter on /api/internal/*'
 });
 
 test('issue 10: schemathesis finds no failure as a platform_admin on /api/auth/* and /api/mssp/*', async () => {
+  const revisions = await realCursor(
+    'GET /api/mssp/tenants/{tenant_id}/config/revisions',
+    `/api/mssp/tenants/${configTenant}/config/revisions`,
+    adminSession,
+  );
   await expectNoFailures({
     // Logout has a run of its own below: it would end this run's session.
     includePathRegex: '^/api/(auth/(?!logout$)|mssp/)',
@@ -221,6 +256,18 @@ test('issue 10: schemathesis finds no failure as a platform_admin on /api/auth/*
       {
         name: 'POST /api/mssp/tenants/{tenant_id}/reviews/{review_id}:reject',
         parameters: { 'path.tenant_id': tenantId, 'path.review_id': reviews[1] ?? '' },
+      },
+      // A configuration must also validate against the tenant's chart and keep its fixed fields
+      // (422 config_invalid / immutable_field), which generated bodies rarely do; the fixture
+      // tenant has no recorded configuration (404 config_not_found).
+      // test/mssp/config-revisions.test.ts proves each refusal writes nothing.
+      {
+        name: 'PUT /api/mssp/tenants/{tenant_id}/config',
+        acceptedStatuses: ['2xx', '3xx', '400', '401', '403', '404', '409', '422', '429', '5xx'],
+      },
+      {
+        ...revisions,
+        parameters: { ...revisions.parameters, 'path.tenant_id': configTenant },
       },
       await realCursor(
         'GET /api/mssp/tenants/{tenant_id}/incidents',

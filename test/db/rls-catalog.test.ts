@@ -59,14 +59,42 @@ test('§5.7.1 every tenant table has policy tenant_isolation (audit_log: audit_r
     }
     // A permissive policy added later would widen access (policies OR together), so each
     // extra one is listed here with its reason: audit_write (INSERT only, §5.7.3) and
-    // login_lookup (SELECT of the one user named by app.login_email, for sign-in).
-    const allowed = new Set(['audit_log.audit_write', 'users.login_lookup']);
+    // login_lookup (SELECT of the one user named by app.login_email, for sign-in), and the
+    // retention purge's two (issue 15, sql/0024): TO svc_admin only and only while the session
+    // user is svc_mssp, which happens only inside a SECURITY DEFINER function owned by
+    // svc_admin — audit_purge_batch alone (the next test keeps it alone).
+    const allowed = new Set([
+      'audit_log.audit_write',
+      'users.login_lookup',
+      'audit_log.audit_purge_read',
+      'audit_log.audit_purge',
+    ]);
     const others = policies.filter((p) => p !== policy && !allowed.has(`${table}.${p.policyname}`));
     assert.deepEqual(
       others.map((p) => p.policyname),
       [],
       `${table} has extra policies`,
     );
+  }
+});
+
+test('issue 15: audit_purge_batch is the only SECURITY DEFINER function, so the purge policies open audit_log to nothing else', async () => {
+  const { rows } = await db.pools.admin.query<{ name: string; owner: string }>(
+    `SELECT p.proname AS name, r.rolname AS owner FROM pg_proc p
+       JOIN pg_namespace n ON n.oid = p.pronamespace JOIN pg_roles r ON r.oid = p.proowner
+      WHERE n.nspname = 'public' AND p.prosecdef ORDER BY 1`,
+  );
+  assert.deepEqual(rows, [{ name: 'audit_purge_batch', owner: 'svc_admin' }]);
+  const purge = (
+    await db.pools.admin.query<{ policyname: string; roles: string[]; qual: string }>(
+      `SELECT policyname, roles::text[] AS roles, qual FROM pg_policies
+      WHERE tablename = 'audit_log' AND policyname LIKE 'audit_purge%' ORDER BY 1`,
+    )
+  ).rows;
+  assert.equal(purge.length, 2);
+  for (const policy of purge) {
+    assert.deepEqual(policy.roles, ['svc_admin'], policy.policyname);
+    assert.match(policy.qual, /session_user = 'svc_mssp'::name/i, policy.policyname);
   }
 });
 

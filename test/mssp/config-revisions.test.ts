@@ -15,6 +15,7 @@ import {
   useOrchestration,
 } from '../provisioning/support.ts';
 import { impersonating, problemCode } from '../support/api.ts';
+import { createTenant } from '../support/fixtures.ts';
 import { signedInAs } from '../support/sign-in.ts';
 
 // The orchestrator is not started: these tests are about what the API accepts and writes. A
@@ -446,4 +447,18 @@ test('issue 15: two changes at once — one revision wins, the other is refused'
     [id],
   );
   assert.equal(rows[0]?.n, 2);
+});
+
+test('issue 15: a tenant with no recorded configuration (written outside svc) is 404 config_not_found, not a server error; nothing is written', async () => {
+  const id = await createTenant(o.db.pools.mssp, uniqueSlug('bare'));
+  await o.db.pools.mssp.query(
+    `UPDATE tenants SET state = 'active', chart_version = '0.1.0' WHERE id = $1`,
+    [id],
+  );
+  const read = await o.admin.mssp.getConfig({ params: { tenant_id: id } });
+  assert.deepEqual([read.status, problemCode(read)], [404, 'config_not_found']);
+  const slug = (
+    await o.db.pools.mssp.query<{ slug: string }>('SELECT slug FROM tenants WHERE id = $1', [id])
+  ).rows[0]?.slug;
+  await refused(id, { slug, display_name: 'Renamed' }, [404, 'config_not_found']);
 });

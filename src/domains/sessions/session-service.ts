@@ -191,10 +191,10 @@ export function createAuthService({
       return db.withScope(tenantId, (tx) => findUser(tx, userId), { expendable: true });
     },
 
-    /** The provisioned user the identity proxy vouches for (spec §5.1), by email. */
     /**
-     * The user the proxy names, and whether their tenant is suspended: in proxy mode there is
-     * no session the suspension could revoke, so every customer request checks (issue 15).
+     * The provisioned user the identity proxy vouches for (spec §5.1), by email, and whether
+     * their tenant is suspended: in proxy mode there is no session the suspension could revoke,
+     * so every customer request checks (issue 15).
      */
     proxyUser(email: string) {
       return db.withoutTenant(

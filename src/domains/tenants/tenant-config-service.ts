@@ -87,6 +87,18 @@ export class RevisionPendingError extends Error {
   }
 }
 
+/**
+ * A tenant with no recorded configuration: every tenant svc creates stores revision 1, so this
+ * is a row written outside svc (a restore, a hand insert). Its configuration cannot be shown or
+ * changed, which is an answer (404 config_not_found), not a server error.
+ */
+export class ConfigNotRecordedError extends Error {
+  override name = 'ConfigNotRecordedError';
+  constructor(readonly tenantId: string) {
+    super('This tenant has no recorded configuration');
+  }
+}
+
 export interface TenantConfigServiceDeps {
   db: AppDatabase;
   /** Install-namespace Secrets; absent when svc runs without a cluster. */
@@ -290,7 +302,7 @@ export function createTenantConfigService(deps: TenantConfigServiceDeps) {
 
   async function appliedConfig(tx: TenantTx, cols: RevisionColumns): Promise<StoredConfig> {
     const config = await revisionConfig(tx, cols.id, cols.config_revision);
-    if (!config) throw new Error(`tenant ${cols.id} has no revision ${cols.config_revision}`);
+    if (!config) throw new ConfigNotRecordedError(cols.id);
     return config;
   }
 

@@ -3,6 +3,7 @@ import { msspConfigContract as contract } from '../../../contracts/mssp.ts';
 import { MSSP_ROLES } from '../../auth/identity.ts';
 import { ConfigInvalidError } from '../../domains/tenants/tenant-config.ts';
 import {
+  ConfigNotRecordedError,
   type ConfigView,
   ImmutableFieldError,
   RevisionConflictError,
@@ -50,6 +51,8 @@ function configProblem(error: unknown): never {
       expected_revision: error.expected,
       revision: error.applied,
     });
+  if (error instanceof ConfigNotRecordedError)
+    throw new ProblemError(404, 'config_not_found', error.message);
   if (error instanceof RevisionPendingError)
     throw new ProblemError(409, 'revision_pending', error.message, {
       pending_revision: error.pending,
@@ -91,7 +94,7 @@ export function configRoutes(config: TenantConfigService): Hono {
 
   implement(app, contract.getConfig, [requireRole(...MSSP_ROLES)])(async (c, { params }) => {
     const tenantId = tenantOfRequest(c, params.tenant_id);
-    return { status: 200, body: viewJson(await config.read(tenantId).catch(tenantProblem)) };
+    return { status: 200, body: viewJson(await config.read(tenantId).catch(configProblem)) };
   });
 
   implement(app, contract.putConfig, [requireRole('platform_admin', 'mssp_admin')])(

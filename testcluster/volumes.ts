@@ -44,7 +44,9 @@ export async function startVolumeProvisioner(kubeConfig: KubeConfig): Promise<Vo
       } catch (error) {
         // Transient API errors must not end the run; log each distinct one once.
         const message = error instanceof Error ? error.message : String(error);
-        if (message !== lastError) console.error(`test volume provisioner: ${message}`);
+        // A request cut short by stop() (the API server went down with it) is not an error.
+        if (!stopping.signal.aborted && message !== lastError)
+          console.error(`test volume provisioner: ${message}`);
         lastError = message;
       }
       await sleep(pollMs, undefined, { signal: stopping.signal }).catch(() => {});

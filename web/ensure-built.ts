@@ -22,6 +22,28 @@ function newest(target: string): number {
   return latest;
 }
 
+/**
+ * The bundler's native binary is an optional dependency for Node ^20.19 || >=22.12, and npm
+ * silently skips it when `npm install` runs on an older Node (Debian 12's own nodejs is 18);
+ * the build then dies in a stack trace. npm names its Node in the user agent it exports.
+ */
+function npmNodeTooOld(userAgent: string): string | undefined {
+  const match = /\bnode\/v(\d+)\.(\d+)\.\d+/.exec(userAgent);
+  if (!match) return undefined;
+  const [major, minor] = [Number(match[1]), Number(match[2])];
+  const supported = (major === 20 && minor >= 19) || (major === 22 && minor >= 12) || major > 22;
+  return supported ? undefined : match[0].slice('node/'.length);
+}
+
+const tooOld = npmNodeTooOld(process.env.npm_config_user_agent ?? '');
+if (tooOld) {
+  console.error(
+    `svc: npm runs on Node ${tooOld}; svc needs Node 20.19+ (or 22.12+) for npm install. ` +
+      'Install a newer Node, then: rm -rf node_modules && npm install',
+  );
+  process.exit(1);
+}
+
 const built = statSync(path.join(ROOT, BUILT), { throwIfNoEntry: false })?.mtimeMs ?? 0;
 const sources = Math.max(...[...SOURCES, LOCKFILE].map((s) => newest(path.join(ROOT, s))));
 if (built < sources) {

@@ -1,5 +1,16 @@
-import { createHash } from 'node:crypto';
-import { chmod, chown, cp, mkdir, realpath, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { createHash, randomBytes } from 'node:crypto';
+import {
+  chmod,
+  chown,
+  cp,
+  mkdir,
+  readdir,
+  realpath,
+  rename,
+  rm,
+  stat,
+  writeFile,
+} from 'node:fs/promises';
 import path from 'node:path';
 import type { Binaries, PostgresIds } from './postgres-process.ts';
 
@@ -22,6 +33,8 @@ export const DEFAULT_RUNTIME_ROOT = '/var/lib/svc/embedded';
 export interface Placement {
   binaries: Binaries;
   pgDir: string;
+  /** A cluster found where the new one would go, recorded by no SVC_DATA_DIR: left alone. */
+  orphan?: string;
 }
 
 /**
@@ -118,10 +131,15 @@ export async function placeEmbedded(options: {
     .update(await realpath(dataDir))
     .digest('hex')
     .slice(0, 16);
-  const pgDir = path.join(root, `data-${digest}`);
+  const base = path.join(root, `data-${digest}`);
+  // A data directory removed and made again at the same path (a re-clone, `rm -rf .svc`) took
+  // the old cluster's superuser password with its embedded.json: that cluster cannot be used,
+  // and initdb refuses a non-empty directory. The new one goes beside it; nothing is deleted.
+  const orphan = (await readdir(base).catch(() => [])).length > 0 ? base : undefined;
+  const pgDir = orphan ? `${base}-${randomBytes(4).toString('hex')}` : base;
   await mkdir(pgDir, { recursive: true, mode: 0o700 });
   if (ids) await chown(pgDir, ids.uid, ids.gid);
-  return { binaries, pgDir };
+  return orphan ? { binaries, pgDir, orphan } : { binaries, pgDir };
 }
 
 /** Whether a path exists (any kind of file). */

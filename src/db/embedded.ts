@@ -150,13 +150,18 @@ export async function startEmbedded(
     state = undefined;
   }
   const ids = await postgresIds();
-  const { binaries, pgDir } = await placeEmbedded({
+  const { binaries, pgDir, orphan } = await placeEmbedded({
     dataDir,
     packaged: options.binaries ?? (await packagedBinaries()),
     ids,
     recorded: state?.pgDir,
     root: options.runtimeRoot,
   });
+  if (orphan)
+    logger.warn(
+      { orphan, dir: pgDir },
+      'embedded postgres: the cluster of a removed SVC_DATA_DIR was left in place; starting a new one beside it (delete the old one when it is no longer needed)',
+    );
   const initialised = state !== undefined && (await exists(path.join(pgDir, 'PG_VERSION')));
   const superuser = { user: 'postgres', password: state?.superuserPassword ?? generatePassword() };
 

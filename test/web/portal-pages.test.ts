@@ -425,6 +425,10 @@ test('issue 14 Customer portal pages: the audit trail flags MSSP impersonation e
     await w.page.getByLabel('Action', { exact: true }).fill('user.create');
     await w.page.getByRole('button', { name: 'Apply' }).click();
     await w.page.waitForURL((u) => u.searchParams.get('action') === 'user.create');
+    // The filtered page replaces the unfiltered rows once its query answers: wait for that
+    // (no other action left, two user.create rows there) before reading the cells.
+    await rows.filter({ hasNotText: 'user.create' }).first().waitFor({ state: 'detached' });
+    await rows.filter({ hasText: 'user.create' }).nth(1).waitFor();
     await w.page.getByText(/^All \d+ entries shown\.$/).waitFor();
     const actions = await rows.locator('td:nth-child(3)').allInnerTexts();
     assert.ok(actions.length >= 2, `user.create rows: ${actions.length}`);

@@ -44,6 +44,9 @@ const Octet = '(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])';
 const Cidr = Type.String({
   pattern: `^((${Octet}\\.){3}${Octet}/(3[0-2]|[12]?[0-9])|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*/(12[0-8]|1[01][0-9]|[1-9]?[0-9]))$`,
 });
+const Port = Type.Integer({ minimum: 1, maximum: 65535 });
+/** An image digest (spec §9.3: pin by digest); empty means the tag. */
+const Digest = Type.String({ pattern: '^(sha256:[0-9a-f]{64})?$', default: '' });
 /** A Kubernetes quantity; YAML turns `cpu: 2` into a number, which Kubernetes accepts too. */
 const Quantity = Type.Union([
   Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$' }),
@@ -79,6 +82,8 @@ export const SystemValues = Type.Object(
         }),
         /** Empty means the chart's appVersion. */
         tag: Type.String({ pattern: '^([A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$', default: '' }),
+        /** Pins the image: `registry/svc:tag@sha256:...` (the runtime pulls the digest). */
+        digest: Digest,
         pullPolicy: Type.Union(
           [Type.Literal('Always'), Type.Literal('IfNotPresent'), Type.Literal('Never')],
           { default: 'IfNotPresent' },
@@ -107,6 +112,7 @@ export const SystemValues = Type.Object(
               default: 'docker.io/library/postgres',
             }),
             tag: Type.String({ pattern: '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$', default: '18' }),
+            digest: Digest,
           },
           closed,
         ),
@@ -209,6 +215,29 @@ export const SystemValues = Type.Object(
         enabled: Type.Boolean({ default: true }),
         /** Namespace of the ingress controller, the only outside source allowed to the API. */
         ingressNamespace: dnsLabel({ default: 'ingress-nginx' }),
+        /**
+         * Egress of svc's pods to the Kubernetes API (issue 17): the API server's endpoint
+         * addresses (a policy sees them, not the `kubernetes` Service's ClusterIP) and ports;
+         * no CIDRs means any address on those ports.
+         */
+        kubeApiServer: Type.Object(
+          {
+            cidrs: Type.Array(Cidr, { maxItems: 100, default: [] }),
+            ports: Type.Array(Port, { minItems: 1, maxItems: 10, default: [443, 6443] }),
+          },
+          closed,
+        ),
+        /**
+         * Outbound TCP of svc's pods beyond the cluster: LLM providers and integrations. No CIDRs
+         * means any address; no ports means none at all.
+         */
+        outbound: Type.Object(
+          {
+            cidrs: Type.Array(Cidr, { maxItems: 100, default: [] }),
+            ports: Type.Array(Port, { maxItems: 10, default: [443] }),
+          },
+          closed,
+        ),
       },
       closed,
     ),
@@ -223,6 +252,7 @@ export const SystemValues = Type.Object(
               default: 'docker.io/library/haproxy',
             }),
             tag: Type.String({ pattern: '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$', default: '2.6' }),
+            digest: Digest,
           },
           closed,
         ),

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { assetPath } from '../assets/index.ts';
 
 /**
  * What NIST SP 800-63B §5.1.1.2 asks of a chosen password beyond its length (the 12..1024 rule
@@ -13,7 +14,7 @@ import { readFileSync } from 'node:fs';
  * more that start and end with a letter (the word inside `Summer2024!!`). docs/auth.md says why.
  */
 const COMMON = new Set(
-  readFileSync(new URL('./common-passwords.txt', import.meta.url), 'utf8')
+  readFileSync(assetPath('commonPasswords'), 'utf8')
     .split('\n')
     .filter((line) => line !== ''),
 );

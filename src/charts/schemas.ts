@@ -1,8 +1,10 @@
 import { readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TSchema } from 'typebox';
 import { SystemValues } from '../../contracts/system-values.ts';
 import { TenantValues } from '../../contracts/tenant-values.ts';
+import { assetPath } from '../assets/index.ts';
 
 /**
  * One source for package values (issue: "generate the schema from the TypeBox definition"):
@@ -14,10 +16,10 @@ export const CHART_SCHEMAS: ReadonlyArray<{ chart: string; schema: TSchema }> = 
   { chart: 'svc-system', schema: SystemValues },
 ];
 
-const chartsDir = fileURLToPath(new URL('../../charts/', import.meta.url));
+const chartsDir = assetPath('charts');
 
 export function schemaPath(chart: string): string {
-  return `${chartsDir}${chart}/values.schema.json`;
+  return path.join(chartsDir, chart, 'values.schema.json');
 }
 
 /** Draft 7 is the newest dialect Helm's validator and every editor agree on. */

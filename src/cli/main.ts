@@ -22,9 +22,20 @@ function configOrExit() {
   }
 }
 
-const program = new Command('svc').description(
-  'Multi-tenant security-operations control plane. Configuration comes from SVC_* environment variables (see README).',
-);
+const program = new Command('svc')
+  .description(
+    'Multi-tenant security-operations control plane. Configuration comes from SVC_* environment variables (see README).',
+  )
+  .option('-V, --version', 'print the program, system chart and supported tenant chart versions')
+  // Root options only before a command: `svc serve --version` is a usage error, not a serve.
+  .enablePositionalOptions();
+
+// Answered before commander parses, so printing versions loads neither config nor database.
+if (['-V', '--version'].includes(process.argv[2] ?? '')) {
+  const { versionReport } = await import('../app/version.ts');
+  process.stdout.write(versionReport());
+  process.exit(0);
+}
 
 program
   .command('serve')

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import { assetPath } from '../assets/index.ts';
 import { installJobQueueSchema } from './job-queue-schema.ts';
 
-export const SQL_DIR = fileURLToPath(new URL('../../sql/', import.meta.url));
+export const SQL_DIR = assetPath('sql');
 export const COMPAT_SQL = path.join(SQL_DIR, 'generated', 'chart_compatibility.sql');
 
 export class MigrationError extends Error {

@@ -72,6 +72,15 @@ export async function postgresIds(): Promise<PostgresIds> {
   }
 }
 
+/**
+ * The child's working directory: the program's own, which its user can reach. Deno (not Node)
+ * enters the inherited one after switching to `postgres`, and fails with EPERM when that is
+ * closed to it (svc started from a home directory of mode 700); docs/packaging.md "Deno".
+ */
+function reachableCwd(program: string): string {
+  return path.dirname(program);
+}
+
 /** Runs a program to completion; its stderr becomes the error's message. */
 function complete(
   program: string,
@@ -80,7 +89,11 @@ function complete(
   onLog: (line: string) => void,
 ): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(program, args, { ...ids, env: { ...process.env, LC_MESSAGES: 'C' } });
+    const child = spawn(program, args, {
+      ...ids,
+      cwd: reachableCwd(program),
+      env: { ...process.env, LC_MESSAGES: 'C' },
+    });
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => onLog(chunk.toString('utf8')));
     child.stderr.on('data', (chunk: Buffer) => {
@@ -160,6 +173,7 @@ export function startPostgres(
     const program = path.join(binaries.dir, 'bin', 'postgres');
     const child = spawn(program, ['-D', pgDir, '-p', String(port), ...flags], {
       ...ids,
+      cwd: reachableCwd(program),
       env: { ...process.env, LC_MESSAGES: 'C' },
     });
     let output = '';

@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
+import { assetPath } from '../assets/index.ts';
 
 /** One tenant package version svc can install: the chart directory and its defaults. */
 export interface TenantChart {
@@ -17,7 +17,7 @@ export interface ChartCatalog {
 }
 
 /** The repository's (and the container image's) own charts directory. */
-export const BUNDLED_CHARTS_DIR = fileURLToPath(new URL('../../charts/', import.meta.url));
+export const BUNDLED_CHARTS_DIR = assetPath('charts');
 
 /**
  * Every `svc-tenant` chart directly under `dir` (spec §9.1: the tenant package has its own

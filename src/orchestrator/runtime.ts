@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { assetPath } from '../assets/index.ts';
 import { createHelmRunner } from '../cluster/helm.ts';
 import { createNamespaceStore } from '../cluster/namespaces.ts';
 import type { SecretStore } from '../cluster/secrets.ts';
@@ -22,7 +23,7 @@ import type { Orchestrator } from './orchestrator.ts';
 
 /** svc's own version: the `system_version` side of the compatibility matrix (spec §2.10). */
 export const SYSTEM_VERSION: string = JSON.parse(
-  readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
+  readFileSync(assetPath('packageJson'), 'utf8'),
 ).version;
 
 /** What the orchestrator is built from: configuration, the install record and live parts. */

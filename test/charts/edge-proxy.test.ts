@@ -101,6 +101,7 @@ test('issue 15 edgeProxy.enabled=true: ConfigMap, Service, Deployment, NetworkPo
     'ConfigMap',
     'Deployment',
     'NetworkPolicy',
+    'PodDisruptionBudget',
     'Role',
     'RoleBinding',
     'Service',

@@ -25,8 +25,17 @@ namespaces) can share a cluster without one release owning the other's objects.
 {{ index . 1 }}.{{ (index . 0).Release.Namespace }}
 {{- end }}
 
+{{/*
+An image reference, pinned by digest when one is given (spec §9.3): `repository:tag@digest`,
+where the runtime pulls the digest and the tag only documents it (svc's parseImage reads both).
+*/}}
+{{- define "svc.imageRef" -}}
+{{ .repository }}:{{ .tag }}{{ with .digest }}@{{ . }}{{ end }}
+{{- end }}
+
 {{- define "svc.image" -}}
-{{ .Values.image.registry }}/svc:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- $i := .Values.image }}
+{{- include "svc.imageRef" (dict "repository" (printf "%s/svc" $i.registry) "tag" ($i.tag | default .Chart.AppVersion) "digest" $i.digest) }}
 {{- end }}
 
 {{- define "svc.databaseSecret" -}}
@@ -230,4 +239,87 @@ allowPrivilegeEscalation: false
 readOnlyRootFilesystem: true
 capabilities:
   drop: ["ALL"]
+{{- end }}
+
+{{/* matchLabels of this install's tenant namespaces (guarded by the svc-tenant-namespaces policy). */}}
+{{- define "svc.tenantNamespaces" -}}
+managed-by: svc
+install-id: {{ .Values.install.installId | quote }}
+{{- end }}
+
+{{/* Egress rule: DNS in kube-system, as the tenant chart's allow-dns. */}}
+{{- define "svc.dnsEgress" -}}
+- to:
+    - namespaceSelector:
+        matchLabels:
+          kubernetes.io/metadata.name: kube-system
+  ports:
+    - protocol: UDP
+      port: 53
+    - protocol: TCP
+      port: 53
+{{- end }}
+
+{{/*
+Egress of svc's own pods (API, orchestrator, job runner): DNS; the database (the in-chart pod, or
+database.external's port at any address, since a NetworkPolicy cannot name a host); the
+Kubernetes API (networkPolicies.kubeApiServer: the API server's endpoint addresses and ports,
+which is what a policy sees after the `kubernetes` Service is translated); every port of this
+install's tenant namespaces (indexer, case and analysis APIs); svc's own API (SVC_API_URL,
+which the svc-api policy admits from svc's pods); and outbound HTTPS to LLM providers and
+integrations (networkPolicies.outbound).
+*/}}
+{{- define "svc.egress" -}}
+{{- $np := .Values.networkPolicies }}
+{{- include "svc.dnsEgress" . }}
+{{- if .Values.database.enabled }}
+- to:
+    - podSelector:
+        matchLabels:
+          {{- include "svc.selector" (list . "database") | nindent 10 }}
+  ports:
+    - protocol: TCP
+      port: 5432
+{{- else }}
+- ports:
+    - protocol: TCP
+      port: {{ .Values.database.external.port }}
+{{- end }}
+- ports:
+    {{- range $np.kubeApiServer.ports }}
+    - protocol: TCP
+      port: {{ . }}
+    {{- end }}
+  {{- with $np.kubeApiServer.cidrs }}
+  to:
+    {{- range . }}
+    - ipBlock:
+        cidr: {{ . | quote }}
+    {{- end }}
+  {{- end }}
+- to:
+    - namespaceSelector:
+        matchLabels:
+          {{- include "svc.tenantNamespaces" . | nindent 10 }}
+- to:
+    - podSelector:
+        matchLabels:
+          {{- include "svc.selector" (list . "api") | nindent 10 }}
+  ports:
+    - protocol: TCP
+      port: 8080
+{{- with $np.outbound.ports }}
+- ports:
+    {{- range . }}
+    - protocol: TCP
+      port: {{ . }}
+    {{- end }}
+  {{- with $np.outbound.cidrs }}
+  to:
+    {{- range . }}
+    - ipBlock:
+        cidr: {{ . | quote }}
+    {{- end }}
+  {{- end }}
+{{- end }}
 {{- end }}

@@ -1,13 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { gzip as gzipCallback } from 'node:zlib';
 import { type Context, Hono } from 'hono';
+import { assetPath } from '../../assets/index.ts';
 import type { HostPolicy } from '../hosts.ts';
 
 /** Where `npm run build:web` puts the consoles (web/vite.config.ts `build.outDir`). */
-export const WEB_DIST_DIR = fileURLToPath(new URL('../../../web/dist/', import.meta.url));
+export const WEB_DIST_DIR = assetPath('web');
 
 /** The built consoles and which host gets which. */
 export interface WebDeps {

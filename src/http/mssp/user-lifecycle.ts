@@ -5,19 +5,13 @@ import {
   actorOf,
   CannotChangeSelfError,
   LastPlatformAdminError,
-  type ManagedUser,
   UserForbiddenError,
   UserNotFoundError,
 } from '../../domains/users/user-types.ts';
 import { implement } from '../contract.ts';
 import { requireRole } from '../guards.ts';
 import { ProblemError } from '../problem.ts';
-
-const json = (u: ManagedUser) => ({
-  ...u,
-  disabled_at: u.disabled_at?.toISOString() ?? null,
-  created_at: u.created_at.toISOString(),
-});
+import { managedUserJson } from './user-management.ts';
 
 function problemOf(error: unknown): never {
   if (error instanceof UserNotFoundError)
@@ -43,7 +37,7 @@ export function userLifecycleRoutes(lifecycle: UserLifecycle): Hono {
     admins,
   )(async (c, { params }) => {
     const user = await lifecycle.disable(actorOf(c.get('identity')), params.id).catch(problemOf);
-    return { status: 200, body: { user: json(user) } };
+    return { status: 200, body: { user: managedUserJson(user) } };
   });
 
   implement(
@@ -52,7 +46,7 @@ export function userLifecycleRoutes(lifecycle: UserLifecycle): Hono {
     admins,
   )(async (c, { params }) => {
     const user = await lifecycle.enable(actorOf(c.get('identity')), params.id).catch(problemOf);
-    return { status: 200, body: { user: json(user) } };
+    return { status: 200, body: { user: managedUserJson(user) } };
   });
 
   implement(
@@ -63,7 +57,7 @@ export function userLifecycleRoutes(lifecycle: UserLifecycle): Hono {
     const user = await lifecycle
       .changeRole(actorOf(c.get('identity')), params.id, body.role)
       .catch(problemOf);
-    return { status: 200, body: { user: json(user) } };
+    return { status: 200, body: { user: managedUserJson(user) } };
   });
 
   return app;

@@ -16,7 +16,8 @@ import { implement } from '../contract.ts';
 import { requireRole, tenantOfRequest } from '../guards.ts';
 import { ProblemError } from '../problem.ts';
 
-const json = (u: ManagedUser) => ({
+/** A user as the MSSP user routes answer it (this file's and user-lifecycle.ts's). */
+export const managedUserJson = (u: ManagedUser) => ({
   ...u,
   disabled_at: u.disabled_at?.toISOString() ?? null,
   created_at: u.created_at.toISOString(),
@@ -42,14 +43,17 @@ export function userManagementRoutes(users: UserService): Hono {
 
   implement(app, contract.listUsers, [requireRole(...MSSP_ROLES)])(async () => {
     const rows = await users.listMsspUsers();
-    return { status: 200, body: { items: rows.map(json) } };
+    return { status: 200, body: { items: rows.map(managedUserJson) } };
   });
 
   implement(app, contract.createUser, [requireRole('platform_admin', 'mssp_admin')])(
     async (c, { body }) => {
       const result = await users.createMsspUser(actorOf(c.get('identity')), body).catch(problemOf);
       c.header('Cache-Control', 'no-store');
-      return { status: 201, body: { user: json(result.user), initial_password: result.password } };
+      return {
+        status: 201,
+        body: { user: managedUserJson(result.user), initial_password: result.password },
+      };
     },
   );
 
@@ -58,7 +62,7 @@ export function userManagementRoutes(users: UserService): Hono {
   implement(app, contract.listTenantUsers, [tenantAdmins])(async (c, { params }) => {
     const tenantId = tenantOfRequest(c, params.tenant_id);
     const rows = await users.listTenantUsers(tenantId).catch(problemOf);
-    return { status: 200, body: { items: rows.map(json) } };
+    return { status: 200, body: { items: rows.map(managedUserJson) } };
   });
 
   implement(app, contract.createTenantUser, [tenantAdmins])(async (c, { params, body }) => {
@@ -67,7 +71,10 @@ export function userManagementRoutes(users: UserService): Hono {
       .createTenantUser(actorOf(c.get('identity')), tenantId, body)
       .catch(problemOf);
     c.header('Cache-Control', 'no-store');
-    return { status: 201, body: { user: json(result.user), initial_password: result.password } };
+    return {
+      status: 201,
+      body: { user: managedUserJson(result.user), initial_password: result.password },
+    };
   });
 
   implement(app, contract.deactivateTenantUser, [tenantAdmins])(async (c, { params }) => {
@@ -75,7 +82,7 @@ export function userManagementRoutes(users: UserService): Hono {
     const user = await users
       .deactivateTenantUser(actorOf(c.get('identity')), tenantId, params.user_id)
       .catch(problemOf);
-    return { status: 200, body: { user: json(user) } };
+    return { status: 200, body: { user: managedUserJson(user) } };
   });
 
   return app;

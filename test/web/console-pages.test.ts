@@ -236,6 +236,9 @@ test("issue 14: tenants list pages with the API's cursor and filters by state", 
 
     await page.getByLabel('State').selectOption('pending');
     await page.waitForURL(/state=pending/);
+    // The pending tenant was on the unfiltered pages too: wait for the filtered rows to replace
+    // them (no row left in another state) before reading the cells.
+    await bodyRows.filter({ hasNotText: 'pending' }).first().waitFor({ state: 'detached' });
     await page.locator(`a[href="/tenants/${pendingId}"]`).waitFor();
     const states = await bodyRows.locator('td:nth-child(3)').allTextContents();
     assert.ok(states.length >= 1 && states.every((s) => s.startsWith('pending')), states.join());

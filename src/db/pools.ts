@@ -2,7 +2,7 @@ import pg from 'pg';
 import { clientConfig, type DatabaseTarget } from './target.ts';
 import type { AppTx, InstallTx, TenantTx, Transaction } from './tenant-context.ts';
 import { mappingUnavailable } from './unavailable.ts';
-import { inScope, type ScopeOptions, unitOfWork } from './unit-of-work.ts';
+import { guardUnit, inScope, type ScopeOptions, unitOfWork } from './unit-of-work.ts';
 
 /** What handlers and workers get: the RLS-subject svc_app pool and its entry points. */
 export interface AppDatabase {
@@ -22,6 +22,17 @@ export interface AppDatabase {
   ): Promise<T>;
   /** Runs fn as one unit of work: every scope inside shares one connection and transaction. */
   unitOfWork<T>(fn: () => Promise<T>): Promise<T>;
+  /**
+   * Makes a literal statement the current unit's guard (src/db/unit-of-work.ts guardUnit): it
+   * runs in front of the unit's first statement and its failure, as `refused` maps it, fails the
+   * unit. False when there is no unit to guard or it has begun: the caller checks by itself.
+   */
+  guard(
+    statement: string,
+    context: string | null,
+    refused: (error: unknown) => Error,
+    readOnly?: boolean,
+  ): boolean;
   ping(): Promise<boolean>;
   close(): Promise<void>;
 }
@@ -31,7 +42,12 @@ export interface AppDatabase {
  * 503 `database_unavailable` problem, so callers never mistake it for a bug (500).
  */
 export function createAppDatabase(target: DatabaseTarget, max = 10): AppDatabase {
-  const pool = new pg.Pool({ ...clientConfig(target, 'app'), max, idleTimeoutMillis: 30_000 });
+  const pool = new pg.Pool({
+    ...clientConfig(target, 'app'),
+    max,
+    idleTimeoutMillis: 30_000,
+    pipeline: true,
+  });
   // An idle client's network error must not crash the process; the pool replaces it.
   pool.on('error', () => undefined);
   const scoped = <T>(
@@ -45,6 +61,8 @@ export function createAppDatabase(target: DatabaseTarget, max = 10): AppDatabase
     withoutTenant: (fn, options) => scoped(null, (tx) => fn(tx as InstallTx), options),
     withScope: (tenantId, fn, options) => scoped(tenantId, (tx) => fn(tx as AppTx), options),
     unitOfWork: (fn) => mappingUnavailable(() => unitOfWork(pool, fn)),
+    guard: (statement, context, refused, readOnly) =>
+      guardUnit(pool, statement, context, refused, readOnly),
     ping: async () => {
       try {
         await pool.query('SELECT 1');

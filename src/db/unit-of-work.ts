@@ -28,6 +28,29 @@ interface Unit {
   ended: boolean;
   turn: Promise<void>;
   afterCommit: (() => void)[];
+  guard?: Guard;
+}
+
+/**
+ * A check the database must pass before the unit's statements count (the session of a read
+ * whose identity the app already knows, see `guardUnit`). It travels with the unit's BEGIN in
+ * front of the first statement; until its answer arrives no statement's result is handed out.
+ */
+interface Guard {
+  statement: string;
+  /** The tenant context the statement leaves set when it passes ('' for none). */
+  context: string;
+  /** What the unit throws when the statement fails (its database error as the argument). */
+  refused: (error: unknown) => Error;
+  /**
+   * The rest of the transaction is READ ONLY (PostgreSQL refuses any write after the guard's
+   * own): its COMMIT changes nothing the answer depends on, so the unit returns without
+   * waiting for it.
+   */
+  readOnly: boolean;
+  /** Set once the statement is on the wire: settles with its answer. */
+  answer?: Promise<void>;
+  failure?: Error;
 }
 
 interface Ambient {
@@ -83,6 +106,7 @@ export async function unitOfWork<T>(pool: pg.Pool, fn: () => Promise<T>): Promis
   } while (unit.turn !== last);
   unit.ended = true;
   const committed = await finish(unit);
+  if (unit.guard?.failure) throw unit.guard.failure;
   if (!outcome.ok) throw outcome.error;
   if (committed !== true) throw committed;
   for (const hook of unit.afterCommit) outsideUnit(hook);
@@ -90,8 +114,21 @@ export async function unitOfWork<T>(pool: pg.Pool, fn: () => Promise<T>): Promis
 }
 
 async function finish(unit: Unit): Promise<true | Error> {
+  if (unit.guard && !unit.guard.answer && !unit.broken) return confirmAlone(unit, unit.guard);
   const client = unit.client;
   if (!client) return true;
+  if (unit.guard?.answer) await unit.guard.answer.catch(() => undefined);
+  if (unit.guard?.failure && unit.open) await undo(unit, client, undefined);
+  if (unit.open && !unit.broken && client.pipeline) {
+    const committed = commitAhead(unit, client);
+    if (!unit.guard?.readOnly) return committed;
+    // Hooks of a read-only unit (if any) still wait for its COMMIT.
+    const hooks = unit.afterCommit.splice(0);
+    void committed.then((result) => {
+      if (result === true) for (const hook of hooks) outsideUnit(hook);
+    });
+    return true;
+  }
   try {
     if (unit.open) await client.query('COMMIT');
     return true;
@@ -102,6 +139,113 @@ async function finish(unit: Unit): Promise<true | Error> {
     client.off('error', unit.onError);
     client.release(unit.broken);
   }
+}
+
+/**
+ * On a pipelined connection the COMMIT is written before the connection goes back to the pool,
+ * so the next holder's statements travel right behind it: PostgreSQL runs them after the COMMIT
+ * (one connection answers in order), with the tenant context gone, and the connection is not
+ * held idle for the COMMIT's round trip. The request still waits for the COMMIT's answer before
+ * it reports success. A COMMIT lost with its connection fails the next holder's statements too,
+ * which release the broken connection themselves.
+ */
+async function commitAhead(unit: Unit, client: pg.PoolClient): Promise<true | Error> {
+  const committed = client.query('COMMIT').then(
+    () => true as const,
+    (error: Error) => error,
+  );
+  client.off('error', unit.onError);
+  client.release();
+  return committed;
+}
+
+/**
+ * A unit whose guard no statement carried (the request read nothing): the guard, BEGIN and
+ * COMMIT in one simple query, so a request that only echoes its identity is still confirmed.
+ */
+async function confirmAlone(unit: Unit, guard: Guard): Promise<true | Error> {
+  let client: pg.PoolClient | undefined;
+  try {
+    client = await connection(unit);
+    guard.answer = Promise.resolve();
+    await client.query(`BEGIN; ${guardText(guard)}; COMMIT`);
+    return true;
+  } catch (error) {
+    if (!client || unit.broken) return error as Error;
+    guard.failure = guard.refused(error);
+    await client.query('ROLLBACK').catch((lost: Error) => {
+      unit.broken ??= lost;
+    });
+    return true;
+  } finally {
+    client?.off('error', unit.onError);
+    client?.release(unit.broken);
+  }
+}
+
+/**
+ * Makes `statement` the unit's guard (see Guard): the caller goes on as if it had passed; the
+ * unit's first statement (or its end, when it has none) carries it, and its failure replaces
+ * whatever the unit would have returned or thrown. Refused (false) outside a unit of work on
+ * `pool`, once the unit has begun, or when it already has a guard: the caller checks itself.
+ */
+export function guardUnit(
+  pool: pg.Pool,
+  statement: string,
+  context: string | null,
+  refused: (error: unknown) => Error,
+  readOnly = false,
+): boolean {
+  const current = ambient.getStore();
+  if (!current || current.inScope || current.unit.pool !== pool) return false;
+  const unit = current.unit;
+  if (unit.ended || unit.open || unit.client || unit.guard) return false;
+  if (context !== null) assertTenantId(context);
+  unit.guard = { statement, context: context ?? '', refused, readOnly };
+  return true;
+}
+
+/**
+ * Waits for the unit's guard to pass; when no statement has carried it yet, it goes alone on the
+ * unit's connection, in the unit's turn (a scope that joins the unit sends it itself).
+ */
+async function guardPassed(unit: Unit): Promise<void> {
+  const guard = unit.guard;
+  if (!guard) return;
+  if (!guard.answer) {
+    const previous = unit.turn;
+    let done!: () => void;
+    unit.turn = new Promise((resolve) => {
+      done = resolve;
+    });
+    await previous;
+    try {
+      if (!guard.answer) {
+        const client = await connection(unit);
+        guard.answer = send(client, `BEGIN; ${guardText(guard)}`, guard);
+        unit.open = true;
+        unit.context = guard.context;
+      }
+    } finally {
+      done();
+    }
+  }
+  await guard.answer;
+}
+
+function guardText(guard: Guard): string {
+  return guard.readOnly ? `${guard.statement}; SET TRANSACTION READ ONLY` : guard.statement;
+}
+
+function send(client: pg.PoolClient, text: string, guard: Guard | undefined): Promise<void> {
+  return client.query(text).then(
+    () => undefined,
+    (error: unknown) => {
+      if (!guard) throw error;
+      guard.failure ??= guard.refused(error);
+      throw guard.failure;
+    },
+  );
 }
 
 /**
@@ -135,6 +279,9 @@ export async function inScope<T>(
   if (tenantId !== null) assertTenantId(tenantId);
   const current = ambient.getStore();
   if (!current || current.inScope || current.unit.ended || current.unit.pool !== pool) {
+    // Work outside the unit's transaction waits for its guard: it must not act for a session
+    // the database has not confirmed.
+    if (current) await guardPassed(current.unit);
     return tenantId === null ? inTransaction(pool, fn) : withTenant(pool, tenantId, fn);
   }
   const unit = current.unit;
@@ -161,22 +308,35 @@ async function joined<T>(
 ): Promise<T> {
   const client = await connection(unit);
   const opening = !unit.open;
-  // A fresh transaction has no tenant context: only a tenant needs set_config then.
-  const known = opening ? '' : unit.context;
-  // One round trip at most: BEGIN, the savepoint and the context travel as one simple query.
-  // The context is a checked uuid or '', so writing it as a literal is safe.
+  const guard = unit.guard && !unit.guard.answer ? unit.guard : undefined;
+  // A fresh transaction has no tenant context, a guard leaves its own: set_config only when the
+  // scope needs another one.
+  const known = guard ? guard.context : opening ? '' : unit.context;
+  // One round trip at most: BEGIN, the guard, the savepoint and the context travel as one
+  // simple query. The context is a checked uuid or '', so writing it as a literal is safe.
   const statements: string[] = [];
   if (opening) statements.push('BEGIN');
+  if (guard) statements.push(guardText(guard));
   const savepoint = !opening && unit.keep ? `svc_scope_${++unit.savepoints}` : undefined;
   if (savepoint) statements.push(`SAVEPOINT ${savepoint}`);
   if (known !== context) {
     statements.push(`SELECT set_config('app.current_tenant_id', '${context}', true)`);
   }
   const deferred = options.opensUnit && statements.length === 1 && opening;
-  if (!deferred && statements.length > 0) await client.query(statements.join('; '));
-  const tx = deferred ? prefixingFirstQuery(client, 'BEGIN') : client;
+  let tx: Transaction = client;
+  let ahead = unit.guard?.answer;
+  if (deferred) tx = prefixingFirstQuery(client, 'BEGIN');
+  else if (statements.length > 0) {
+    ahead = send(client, statements.join('; '), guard);
+    if (guard) guard.answer = ahead;
+    ahead.catch(() => undefined);
+  }
   unit.open = true;
   unit.context = context;
+  // Pipelined, the scope's first statement follows its prefix on the wire without waiting for
+  // it; no answer is handed out before the prefix's (and the guard's) has come.
+  if (ahead && client.pipeline) tx = behind(client, ahead);
+  else if (ahead) await ahead;
   try {
     const result = await fn(tx);
     if (options.contextAfter) {
@@ -189,6 +349,22 @@ async function joined<T>(
     await undo(unit, client, savepoint);
     throw error;
   }
+}
+
+/** The client's queries, each sent at once but answered only after `first` has succeeded. */
+function behind(client: pg.PoolClient, first: Promise<void>): Transaction {
+  const send = client.query.bind(client) as (...args: unknown[]) => Promise<unknown>;
+  const query = async (...args: unknown[]): Promise<unknown> => {
+    const result = send(...args);
+    try {
+      await first;
+    } catch (error) {
+      result.catch(() => undefined);
+      throw error;
+    }
+    return result;
+  };
+  return { query } as unknown as Transaction;
 }
 
 /**

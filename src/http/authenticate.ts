@@ -29,6 +29,12 @@ export interface AuthenticateDeps {
   proxies: BlockList;
   logger: Logger;
   tokens: TokenService;
+  /**
+   * Whether the request may go ahead on a session checked a moment ago while the database
+   * confirms it with the request's first statement (reads that open no stream): see
+   * AuthService.authenticate. Default never.
+   */
+  confirmLater?: (c: Context) => boolean;
 }
 
 /** The user-facing families a bearer token can be presented to, by path. */
@@ -103,7 +109,8 @@ async function fromSession(c: Context, deps: AuthenticateDeps): Promise<Identity
   const raw = getCookie(c, SESSION_COOKIE);
   if (raw === undefined) throw new ProblemError(401, 'unauthenticated', 'Sign in to continue');
   const secret = parseSessionCookie(raw);
-  const found = secret ? await deps.sessions.authenticate(secret) : undefined;
+  const confirmLater = deps.confirmLater?.(c) ?? false;
+  const found = secret ? await deps.sessions.authenticate(secret, { confirmLater }) : undefined;
   if (!found) {
     throw new ProblemError(
       401,

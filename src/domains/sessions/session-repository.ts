@@ -37,7 +37,7 @@ const SESSION_COLUMNS =
   'id, user_id, tenant_context, created_at, last_seen_at, absolute_expiry, idle_expiry, revoked_at';
 
 /** The stored form: hex SHA-256 of the cookie value exactly as issued. */
-function hashSessionSecret(secret: string): string {
+export function hashSessionSecret(secret: string): string {
   return createHash('sha256').update(secret, 'utf8').digest('hex');
 }
 
@@ -102,6 +102,40 @@ function sessionCheckStatement(hash: string, at: Date): string {
   if (!HEX_HASH.test(hash)) throw new TypeError('a session hash is 64 hex digits');
   const instant = at.toISOString();
   return `SELECT * FROM svc_session_check('${hash}', '${instant}', ${SESSION_IDLE_MS}, ${LAST_SEEN_THROTTLE_MS})`;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const ROLE = /^[a-z_]{1,40}$/;
+
+/** What the app believes of a session when it asks the database to confirm it. */
+export interface ExpectedSession {
+  userId: string;
+  role: string;
+  tenantContext: string | null;
+  mustChange: boolean;
+}
+
+/**
+ * The check with the app's belief (sql/0025 svc_session_assert), as one literal statement for
+ * the unit of work's guard: it raises SV401 for a session no longer live and SV409 for one whose
+ * identity changed. Every value is a hex digest, an ISO instant, a constant, a checked uuid, a
+ * role name or a boolean, so writing them into the text is safe.
+ */
+export function sessionAssertStatement(
+  secretHash: string,
+  at: Date,
+  expected: ExpectedSession,
+): string {
+  const { userId, role, tenantContext, mustChange } = expected;
+  if (!HEX_HASH.test(secretHash)) throw new TypeError('a session hash is 64 hex digits');
+  if (!UUID.test(userId) || (tenantContext !== null && !UUID.test(tenantContext)))
+    throw new TypeError('a user id and a tenant context are uuids');
+  if (!ROLE.test(role)) throw new TypeError(`not a role: ${role}`);
+  const context = tenantContext === null ? 'NULL' : `'${tenantContext}'`;
+  return (
+    `SELECT svc_session_assert('${secretHash}', '${at.toISOString()}', ${SESSION_IDLE_MS}, ` +
+    `${LAST_SEEN_THROTTLE_MS}, '${userId}', '${role}', ${context}, ${mustChange})`
+  );
 }
 
 /**

@@ -18,12 +18,30 @@ import {
   revokeUserSessions,
   setPassword,
 } from '../users/user-repository.ts';
+import { createSessionCache, type KnownSession } from './session-cache.ts';
 import {
   checkSession,
   createSession,
+  hashSessionSecret,
   revokeSession,
   type SessionRow,
+  sessionAssertStatement,
 } from './session-repository.ts';
+
+/** How long a checked session may be acted on before the database has confirmed it again. */
+export const KNOWN_SESSION_TTL_MS = 30_000;
+const KNOWN_SESSIONS_MAX = 10_000;
+
+/**
+ * A read that went ahead on a recently checked session, which the database then refused:
+ * `expired` when the session is no longer live (revoked, past an expiry, its user disabled),
+ * `changed` when its user's role, tenant or password obligation changed since.
+ */
+export class SessionRefusedError extends Error {
+  constructor(readonly reason: 'expired' | 'changed') {
+    super(`session ${reason}`);
+  }
+}
 
 export const LOCKOUT_THRESHOLD = 10;
 export const LOCKOUT_WINDOW_MS = 15 * 60 * 1000;
@@ -58,6 +76,33 @@ export function createAuthService({
   authMode,
   metrics = NO_METRICS,
 }: AuthServiceDeps) {
+  const known = createSessionCache({ ttlMs: KNOWN_SESSION_TTL_MS, maxEntries: KNOWN_SESSIONS_MAX });
+
+  /**
+   * The read goes ahead on `found` while the unit of work confirms the session in front of its
+   * first statement (sql/0025). False when there is no unit to carry the confirmation.
+   */
+  function confirmInUnit(hash: string, found: KnownSession, at: Date): boolean {
+    const { identity, session } = found;
+    const statement = sessionAssertStatement(hash, at, {
+      userId: identity.user_id,
+      role: identity.role,
+      tenantContext: session.tenant_context,
+      mustChange: identity.must_change,
+    });
+    return db.guard(
+      statement,
+      session.tenant_context,
+      (error) => {
+        const code = (error as { code?: unknown }).code;
+        if (code !== 'SV401' && code !== 'SV409') return error as Error;
+        known.forget(hash);
+        return new SessionRefusedError(code === 'SV401' ? 'expired' : 'changed');
+      },
+      true,
+    );
+  }
+
   return {
     /** Spec §3.2, §3.3, §5.4, §6.1. Never tells an unknown email from a wrong password. */
     async login(input: {
@@ -160,27 +205,45 @@ export function createAuthService({
     /**
      * Spec §5.5: the session row found by the cookie's secret decides; a live one slides its
      * idle expiry. The returned session carries the expiries after this request.
+     *
+     * `confirmLater` (reads only: GET and HEAD, no stream): a session checked in the last
+     * KNOWN_SESSION_TTL_MS is returned at once and confirmed by the database in the same round
+     * trip as the request's first statement; if it no longer holds, the request fails with
+     * SessionRefusedError and none of its statements' results is handed out. The rest of such
+     * a request's transaction is READ ONLY: a read that tries to write fails loudly.
      */
     async authenticate(
       secret: string,
-    ): Promise<{ identity: Identity; session: SessionRow } | undefined> {
+      options: { confirmLater?: boolean } = {},
+    ): Promise<KnownSession | undefined> {
+      const at = now();
+      const hash = hashSessionSecret(secret);
+      const cached = options.confirmLater ? known.get(hash, at) : undefined;
+      if (cached && confirmInUnit(hash, cached, at)) return cached;
       // One statement (sql/0014). Expendable: a request that then fails may drop the
       // last-seen touch with its own work.
       // The check leaves the session's tenant context set (sql/0014): the handler's own
       // queries on that tenant need no set_config round trip.
-      const checked = await db.withoutTenant((tx) => checkSession(tx, secret, now()), {
+      const checked = await db.withoutTenant((tx) => checkSession(tx, secret, at), {
         expendable: true,
         opensUnit: true,
         contextAfter: (found) => (found ? found.session.tenant_context : undefined),
       });
-      if (!checked) return undefined;
+      if (!checked) {
+        known.forget(hash);
+        return undefined;
+      }
       const identity = identityOf(checked.user, {
         auth_mode: authMode,
         must_change: checked.user.must_change,
         session_id: checked.session.id,
         via: 'session',
       });
-      return { identity, session: checked.session };
+      const found = { identity, session: checked.session };
+      // A session that must change its password is one request away from changing: not kept.
+      if (checked.user.must_change) known.forget(hash);
+      else known.set(hash, found, at);
+      return found;
     },
 
     /**
@@ -213,6 +276,7 @@ export function createAuthService({
       if (!sessionId) return;
       await db.withScope(identity.tenant_id, async (tx) => {
         await revokeSession(tx, sessionId, now());
+        known.forgetSession(sessionId);
         await writeAudit(tx, {
           tenantId: identity.tenant_id,
           actorPrincipal: 'User',

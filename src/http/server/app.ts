@@ -11,7 +11,7 @@ import type { BrandingService } from '../../domains/branding/branding-service.ts
 import type { IngestService } from '../../domains/ingest/ingest-service.ts';
 import type { InvestigationService } from '../../domains/investigations/investigation-service.ts';
 import type { LlmService } from '../../domains/llm/llm-service.ts';
-import type { AuthService } from '../../domains/sessions/session-service.ts';
+import { type AuthService, SessionRefusedError } from '../../domains/sessions/session-service.ts';
 import type { SettingsService } from '../../domains/settings/settings-service.ts';
 import type { TenantConfigService } from '../../domains/tenants/tenant-config-service.ts';
 import type { TenantService } from '../../domains/tenants/tenant-service.ts';
@@ -48,6 +48,7 @@ import { ProblemError, problem } from '../problem.ts';
 import { publicRoutes } from '../public/routes.ts';
 import { peerAddress, requestId, trustedProxies } from '../request-id.ts';
 import { authenticateService } from '../service-auth.ts';
+import { CLEAR_SESSION_COOKIE } from '../session-cookie.ts';
 import { tenantRoutes } from '../tenant/routes.ts';
 import { type WebDeps, webRoutes } from '../web/spa.ts';
 
@@ -145,6 +146,26 @@ function routeTemplates(families: typeof contract): ReadonlyMap<string, string> 
     for (const r of Object.values(routes)) templates.set(compilePath(r.path).honoPath, r.path);
   }
   return templates;
+}
+
+/**
+ * GET and HEAD requests other than the event streams: a session checked a moment ago may serve
+ * them while the database confirms it in the same round trip as their first statement. A stream
+ * (and anything that changes state) waits for the check: its effects outlast the transaction.
+ */
+function readsWithoutStream(families: typeof contract): (c: Context) => boolean {
+  const streams: RegExp[] = [];
+  for (const routes of Object.values(families)) {
+    for (const r of Object.values(routes) as { path: string; stream?: string }[]) {
+      if (r.stream) streams.push(compilePath(r.path).pattern);
+    }
+  }
+  return (c) => {
+    const method = c.req.method;
+    if (method !== 'GET' && method !== 'HEAD') return false;
+    const path = c.req.path;
+    return !streams.some((pattern) => pattern.test(path));
+  };
 }
 
 /**
@@ -274,6 +295,7 @@ function mountApi(
     proxies,
     logger: deps.logger,
     tokens: api.tokens,
+    confirmLater: readsWithoutStream(contract),
   });
   // One connection and one transaction per authenticated request: the session check, the
   // identity, the tenant context and the handler's queries (src/db/unit-of-work.ts).
@@ -314,6 +336,14 @@ function answerError(logger: Logger) {
       logger.warn({ err: error.cause }, 'database unavailable');
       c.header('Retry-After', '1');
       return problem(c, 503, error.code, error.message);
+    }
+    if (error instanceof SessionRefusedError) {
+      if (error.reason === 'changed') {
+        c.header('Retry-After', '0');
+        return problem(c, 503, 'session_changed', 'Your access changed. Please retry.');
+      }
+      c.header('Set-Cookie', CLEAR_SESSION_COOKIE);
+      return problem(c, 401, 'session_expired', 'Your session expired. Please sign in again.');
     }
     if (error instanceof ProblemError) {
       for (const [name, value] of Object.entries(error.headers)) c.header(name, value);

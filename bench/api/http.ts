@@ -115,7 +115,12 @@ async function measure(phase: HttpPhase, requests: Requests) {
     counter.enable(true);
     const counted = answered(await runLoad(concurrency, COUNT_MS, requests[side]));
     counter.enable(false);
-    return { perRequest: counter.total() / Math.max(1, counted), requests: counted };
+    const per = (n: number) => n / Math.max(1, counted);
+    return {
+      perRequest: per(counter.total()),
+      statements: per(counter.statements()),
+      requests: counted,
+    };
   };
   const roundTrips = { app: await perRequest('app'), bare: await perRequest('bare') };
   const result = await alternate(phase.shape, requests);
@@ -126,7 +131,10 @@ function printRoundTrips(phase: HttpPhase, result: Awaited<ReturnType<typeof mea
   const { roundTrips } = result;
   console.log(
     `\n  round trips per request: app ${roundTrips.app.perRequest.toFixed(2)},` +
-      ` bare ${roundTrips.bare.perRequest.toFixed(2)}`,
+      ` bare ${roundTrips.bare.perRequest.toFixed(2)}` +
+      ` (statement batches sent: app ${roundTrips.app.statements.toFixed(2)},` +
+      ` bare ${roundTrips.bare.statements.toFixed(2)}; a batch written before the previous` +
+      ` one's answer rides in its round trip)`,
   );
   for (const side of ['app', 'bare'] as const) {
     printStatements(side, phase[side].roundTrips.byKind(), roundTrips[side].requests);

@@ -41,9 +41,10 @@ export function printStatements(
 ) {
   console.log(`    ${side} statements per request (mean time from call to answer):`);
   const sorted = [...kinds].sort(([, a], [, b]) => b.calls - a.calls);
-  for (const [kind, { calls, ms: total }] of sorted) {
+  for (const [kind, { calls, pipelined, ms: total }] of sorted) {
     const perRequest = calls / Math.max(1, requests);
     if (perRequest < 0.005) continue;
-    console.log(`      ${perRequest.toFixed(2)} x ${ms(total / calls)}  ${kind}`);
+    const riding = pipelined > 0 ? ` (${Math.round((100 * pipelined) / calls)}% pipelined)` : '';
+    console.log(`      ${perRequest.toFixed(2)} x ${ms(total / calls)}${riding}  ${kind}`);
   }
 }

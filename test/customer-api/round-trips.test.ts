@@ -11,7 +11,8 @@ import { signedInAs, TEST_HASH_PARAMS } from '../support/sign-in.ts';
  */
 let db: TestDatabase;
 let api: TestApi;
-const sent: { pid: number; text: string }[] = [];
+/** `riding`: written while an earlier statement on the connection was still unanswered. */
+const sent: { pid: number; text: string; riding: boolean }[] = [];
 
 before(async () => {
   db = await createTestDatabase();
@@ -19,11 +20,19 @@ before(async () => {
   // Before the pool's first connection: every client it hands out is recorded.
   db.app.pool.on('connect', (client) => {
     const pid = next++;
+    let unanswered = 0;
     const query = client.query.bind(client) as (...args: unknown[]) => unknown;
     client.query = ((...args: unknown[]) => {
       const first = args[0] as string | { text?: string };
-      sent.push({ pid, text: typeof first === 'string' ? first : String(first.text) });
-      return query(...args);
+      const text = typeof first === 'string' ? first : String(first.text);
+      sent.push({ pid, text, riding: unanswered > 0 });
+      unanswered++;
+      const result = query(...args);
+      const answered = () => {
+        unanswered--;
+      };
+      if (result instanceof Promise) result.then(answered, answered);
+      return result;
     }) as typeof client.query;
   });
   api = await startTestApi(db, { hash: { params: TEST_HASH_PARAMS } });
@@ -58,4 +67,24 @@ test('§5.5 issue 11: an unknown session is refused after the check alone, and i
     sent.map((s) => s.text.trim().split(/\s+/)[0]),
     ['BEGIN;', 'COMMIT'],
   );
+});
+
+test('§5.5 issue 11: the next read on that session is one round trip: BEGIN with the session assert, and the query written behind it before its answer', async () => {
+  const tenant = await createTenant(db.pools.app);
+  const svc = await signedInAs({ db, api }, 'customer_viewer', { tenantId: tenant });
+  assert.equal((await svc.tenant.overview()).status, 200, 'the first read checks the session');
+  sent.length = 0;
+  const res = await svc.tenant.overview();
+  assert.equal(res.status, 200);
+  assert.deepEqual(
+    sent.map((s) => s.text.trim().split(/[\s(]+/).slice(0, 3).join(' ')),
+    ['BEGIN; SELECT svc_session_assert', 'WITH open_counts AS', 'COMMIT'],
+  );
+  assert.match(sent[0]?.text ?? '', /; SET TRANSACTION READ ONLY$/);
+  assert.deepEqual(
+    sent.map((s) => s.riding),
+    [false, true, false],
+    'the query rides in the assert round trip; COMMIT follows the answer',
+  );
+  assert.equal(new Set(sent.map((s) => s.pid)).size, 1, 'one pooled connection');
 });

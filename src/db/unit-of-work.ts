@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Writable } from 'node:stream';
 import type pg from 'pg';
 import { assertTenantId, inTransaction, type Transaction, withTenant } from './tenant-context.ts';
 
@@ -150,6 +151,9 @@ async function finish(unit: Unit): Promise<true | Error> {
  * which release the broken connection themselves.
  */
 async function commitAhead(unit: Unit, client: pg.PoolClient): Promise<true | Error> {
+  // A holder waiting for the connection writes its first statements in this same run of
+  // promise callbacks: they leave with the COMMIT in one write.
+  holdWrites(client);
   const committed = client.query('COMMIT').then(
     () => true as const,
     (error: Error) => error,
@@ -222,7 +226,7 @@ async function guardPassed(unit: Unit): Promise<void> {
     try {
       if (!guard.answer) {
         const client = await connection(unit);
-        guard.answer = send(client, `BEGIN; ${guardText(guard)}`, guard);
+        guard.answer = sendPrefix(client, `BEGIN; ${guardText(guard)}`, guard);
         unit.open = true;
         unit.context = guard.context;
       }
@@ -237,7 +241,11 @@ function guardText(guard: Guard): string {
   return guard.readOnly ? `${guard.statement}; SET TRANSACTION READ ONLY` : guard.statement;
 }
 
-function send(client: pg.PoolClient, text: string, guard: Guard | undefined): Promise<void> {
+function sendPrefix(
+  client: pg.PoolClient,
+  text: string,
+  guard: Guard | undefined,
+): Promise<void> {
   return client.query(text).then(
     () => undefined,
     (error: unknown) => {
@@ -327,7 +335,8 @@ async function joined<T>(
   let ahead = unit.guard?.answer;
   if (deferred) tx = prefixingFirstQuery(client, 'BEGIN');
   else if (statements.length > 0) {
-    ahead = send(client, statements.join('; '), guard);
+    if (client.pipeline) holdWrites(client);
+    ahead = sendPrefix(client, statements.join('; '), guard);
     if (guard) guard.answer = ahead;
     ahead.catch(() => undefined);
   }
@@ -349,6 +358,19 @@ async function joined<T>(
     await undo(unit, client, savepoint);
     throw error;
   }
+}
+
+/**
+ * Holds the connection's socket writes until the current run of promise callbacks is over, so a
+ * prefix and the statement the scope issues right after it leave in one write (one system call
+ * and one wake-up of the backend instead of two). Writes are only delayed, never reordered.
+ */
+function holdWrites(client: pg.PoolClient): void {
+  const stream = (client as unknown as { connection?: { stream?: Partial<Writable> } }).connection
+    ?.stream;
+  if (typeof stream?.cork !== 'function' || typeof stream.uncork !== 'function') return;
+  stream.cork();
+  process.nextTick(() => stream.uncork?.());
 }
 
 /** The client's queries, each sent at once but answered only after `first` has succeeded. */

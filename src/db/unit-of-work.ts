@@ -241,11 +241,7 @@ function guardText(guard: Guard): string {
   return guard.readOnly ? `${guard.statement}; SET TRANSACTION READ ONLY` : guard.statement;
 }
 
-function sendPrefix(
-  client: pg.PoolClient,
-  text: string,
-  guard: Guard | undefined,
-): Promise<void> {
+function sendPrefix(client: pg.PoolClient, text: string, guard: Guard | undefined): Promise<void> {
   return client.query(text).then(
     () => undefined,
     (error: unknown) => {

@@ -77,7 +77,13 @@ test('§5.5 issue 11: the next read on that session is one round trip: BEGIN wit
   const res = await svc.tenant.overview();
   assert.equal(res.status, 200);
   assert.deepEqual(
-    sent.map((s) => s.text.trim().split(/[\s(]+/).slice(0, 3).join(' ')),
+    sent.map((s) =>
+      s.text
+        .trim()
+        .split(/[\s(]+/)
+        .slice(0, 3)
+        .join(' '),
+    ),
     ['BEGIN; SELECT svc_session_assert', 'WITH open_counts AS', 'COMMIT'],
   );
   assert.match(sent[0]?.text ?? '', /; SET TRANSACTION READ ONLY$/);

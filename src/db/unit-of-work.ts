@@ -122,13 +122,9 @@ async function finish(unit: Unit): Promise<true | Error> {
   if (unit.guard?.failure && unit.open) await undo(unit, client, undefined);
   if (unit.open && !unit.broken && client.pipeline) {
     const committed = commitAhead(unit, client);
-    if (!unit.guard?.readOnly) return committed;
-    // Hooks of a read-only unit (if any) still wait for its COMMIT.
-    const hooks = unit.afterCommit.splice(0);
-    void committed.then((result) => {
-      if (result === true) for (const hook of hooks) outsideUnit(hook);
-    });
-    return true;
+    // A read-only unit (its guard made it so) wrote nothing its COMMIT could lose but the
+    // expendable last-seen touch: the request does not wait for it.
+    return unit.guard?.readOnly ? true : committed;
   }
   try {
     if (unit.open) await client.query('COMMIT');
@@ -147,8 +143,8 @@ async function finish(unit: Unit): Promise<true | Error> {
  * so the next holder's statements travel right behind it: PostgreSQL runs them after the COMMIT
  * (one connection answers in order), with the tenant context gone, and the connection is not
  * held idle for the COMMIT's round trip. The request still waits for the COMMIT's answer before
- * it reports success. A COMMIT lost with its connection fails the next holder's statements too,
- * which release the broken connection themselves.
+ * it reports success (unless the unit was read-only). A COMMIT lost with its connection fails
+ * the next holder's statements too, which release the broken connection themselves.
  */
 async function commitAhead(unit: Unit, client: pg.PoolClient): Promise<true | Error> {
   // A holder waiting for the connection writes its first statements in this same run of

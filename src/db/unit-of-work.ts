@@ -147,9 +147,9 @@ async function finish(unit: Unit): Promise<true | Error> {
  * the next holder's statements too, which release the broken connection themselves.
  */
 async function commitAhead(unit: Unit, client: pg.PoolClient): Promise<true | Error> {
-  // A holder waiting for the connection writes its first statements in this same run of
-  // promise callbacks: they leave with the COMMIT in one write.
-  holdWrites(client);
+  // Not corked to travel with the next holder's first statements: that would hold the COMMIT
+  // (and so the next statement) until this request's answer is built, and PostgreSQL, the
+  // bottleneck on realistic data, would wait for it (docs/benchmarks.md, API).
   const committed = client.query('COMMIT').then(
     () => true as const,
     (error: Error) => error,

@@ -13,19 +13,21 @@ export async function runWorker(config: Config, logger: Logger): Promise<void> {
     poolSize: config.worker.concurrency + 2,
     processMetrics: true,
   });
+  // Listening once the database is open, before the metrics listener and the workers start: a
+  // SIGTERM in that window (a rollout right after a start; the metrics test) is a clean
+  // shutdown once the workers are up, not the default kill mid-start. While the database is
+  // still being reached a signal kills at once, as before.
+  const stopRequested = new Promise<string>((resolve) => {
+    process.once('SIGINT', resolve);
+    process.once('SIGTERM', resolve);
+  });
   let metrics: MetricsListener | undefined;
   try {
     metrics = await listenMetrics({ ...config.metrics, metrics: core.metrics, logger });
     const workers = await composeWorkers(core);
     logger.info({ concurrency: config.worker.concurrency }, 'worker running');
-    await new Promise<void>((resolve) => {
-      const shutdown = (signal: string) => {
-        logger.info({ signal }, 'shutting down: finishing running jobs');
-        resolve();
-      };
-      process.once('SIGINT', shutdown);
-      process.once('SIGTERM', shutdown);
-    });
+    const signal = await stopRequested;
+    logger.info({ signal }, 'shutting down: finishing running jobs');
     await workers.stop();
   } finally {
     await metrics?.close();

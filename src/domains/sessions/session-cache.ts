@@ -56,9 +56,6 @@ export function createSessionCache(options: { ttlMs: number; maxEntries: number 
         if (entry.session.id === sessionId) entries.delete(hash);
       }
     },
-    get size() {
-      return entries.size;
-    },
   };
 }
 

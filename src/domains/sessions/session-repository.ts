@@ -1,5 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type * as s from 'zapatos/schema';
+import { isUuid } from '../../../contracts/uuid.ts';
 import type { UserRow } from '../../auth/identity.ts';
 import type { InstallTx, Transaction } from '../../db/tenant-context.ts';
 
@@ -104,7 +105,6 @@ function sessionCheckStatement(hash: string, at: Date): string {
   return `SELECT * FROM svc_session_check('${hash}', '${instant}', ${SESSION_IDLE_MS}, ${LAST_SEEN_THROTTLE_MS})`;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ROLE = /^[a-z_]{1,40}$/;
 
 /** What the app believes of a session when it asks the database to confirm it. */
@@ -128,7 +128,7 @@ export function sessionAssertStatement(
 ): string {
   const { userId, role, tenantContext, mustChange } = expected;
   if (!HEX_HASH.test(secretHash)) throw new TypeError('a session hash is 64 hex digits');
-  if (!UUID.test(userId) || (tenantContext !== null && !UUID.test(tenantContext)))
+  if (!isUuid(userId) || (tenantContext !== null && !isUuid(tenantContext)))
     throw new TypeError('a user id and a tenant context are uuids');
   if (!ROLE.test(role)) throw new TypeError(`not a role: ${role}`);
   const context = tenantContext === null ? 'NULL' : `'${tenantContext}'`;

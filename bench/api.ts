@@ -32,7 +32,7 @@ import { startBare } from './api/bare.ts';
 import { describeDataset, type HttpVerdict, httpPhase, PASSWORD, signIn } from './api/http.ts';
 import type { LoadShape } from './api/load.ts';
 import { seconds, verdict } from './api/report.ts';
-import { type Dataset, seed, type Tenant } from './api/seed.ts';
+import { type Dataset, seed, type Tenant, visibility } from './api/seed.ts';
 import { createClock, type Server, startApp } from './api/servers.ts';
 import { ssePhase } from './api/sse.ts';
 import { runOnScratchDatabase } from './harness.ts';
@@ -145,7 +145,7 @@ async function prepare(
   const cookies = await signIn(app, tenants);
   console.log(
     `\n${dataset.name}: seeded and signed in ${tenants.length} sessions in` +
-      ` ${seconds(performance.now() - started)}`,
+      ` ${seconds(performance.now() - started)}; all-visible pages: ${await visibility(scratch)}`,
   );
   return { tenants, cookies };
 }

@@ -137,3 +137,25 @@ export async function seed(
     await client.end();
   }
 }
+
+/**
+ * How much of each table the overview reads is all-visible. The seed's VACUUM runs right after
+ * loads committed asynchronously and marks pages all-visible only when those commits were
+ * already flushed, which depends on the WAL writer's timing: with the map set the events count
+ * is an index-only scan, without it a bitmap heap scan, and the shared statement's cost (and
+ * so the ratio) moves with it (docs/benchmarks.md, API, session 25). Printed so every run says
+ * which state it measured.
+ */
+export async function visibility(scratch: ScratchDatabase): Promise<string> {
+  const client = new pg.Client({ ...scratch.superuser, database: scratch.target.database });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ relname: string; visible: number; pages: number }>(
+      `SELECT relname, relallvisible AS visible, relpages AS pages FROM pg_class
+        WHERE relname IN ('events', 'investigations', 'pending_reviews') ORDER BY relname`,
+    );
+    return rows.map((r) => `${r.relname} ${r.visible}/${r.pages}`).join(', ');
+  } finally {
+    await client.end();
+  }
+}

@@ -3,6 +3,7 @@ import { loadKubeConfig } from '../cluster/secrets.ts';
 import { type Config, ConfigError } from '../config/index.ts';
 import type { Logger } from '../log/index.ts';
 import { listenMetrics, type MetricsListener } from '../metrics/server.ts';
+import { stopSignal } from './stop-signal.ts';
 
 /**
  * `svc orchestrator`: the tenant lifecycle loop without HTTP, for installs that run it as its
@@ -16,20 +17,14 @@ export async function runOrchestrator(config: Config, logger: Logger): Promise<v
   // Refused before the database is opened: a misconfigured orchestrator starts nothing.
   if (!loadKubeConfig()) throw missing;
   const core = await openCore(config, logger, { processMetrics: true });
+  const stopRequested = stopSignal();
   let metrics: MetricsListener | undefined;
   try {
     metrics = await listenMetrics({ ...config.metrics, metrics: core.metrics, logger });
     const cluster = await composeTenancy(core, { run: true });
     if (!cluster) throw missing;
     logger.info({ install_namespace: config.installNamespace }, 'orchestrator running');
-    await new Promise<void>((resolve) => {
-      const shutdown = (signal: string) => {
-        logger.info({ signal }, 'shutting down');
-        resolve();
-      };
-      process.once('SIGINT', shutdown);
-      process.once('SIGTERM', shutdown);
-    });
+    logger.info({ signal: await stopRequested }, 'shutting down');
     await cluster.tenancy.stop();
   } finally {
     await metrics?.close();

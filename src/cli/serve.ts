@@ -11,10 +11,12 @@ import type { Config } from '../config/index.ts';
 import type { UserService } from '../domains/users/user-service.ts';
 import type { Logger } from '../log/index.ts';
 import { listenMetrics, type MetricsListener } from '../metrics/server.ts';
+import { stopSignal } from './stop-signal.ts';
 
 /** `svc serve`: database up and migrated, then HTTP until SIGINT/SIGTERM. */
 export async function serve(config: Config, logger: Logger): Promise<void> {
   const core = await openCore(config, logger, { processMetrics: true });
+  const stopRequested = stopSignal();
   let metrics: MetricsListener | undefined;
   try {
     metrics = await listenMetrics({ ...config.metrics, metrics: core.metrics, logger });
@@ -40,7 +42,7 @@ export async function serve(config: Config, logger: Logger): Promise<void> {
       const workers = config.worker.enabled ? await composeWorkers(core) : undefined;
       if (!workers) logger.info('SVC_WORKER=off: jobs are run by `svc worker`');
       try {
-        await listenUntilSignal(config, logger, api, core.runtime.embedded);
+        await listenUntilSignal(config, logger, api, core.runtime.embedded, stopRequested);
       } finally {
         await workers?.stop();
         await projector.stop();
@@ -71,6 +73,7 @@ async function listenUntilSignal(
   logger: Logger,
   api: Awaited<ReturnType<typeof composeApi>>,
   embedded: boolean,
+  stopRequested: Promise<string>,
 ): Promise<void> {
   if (api.origins.describe().length === 0) {
     logger.warn(
@@ -93,11 +96,12 @@ async function listenUntilSignal(
   );
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    const shutdown = (signal: string) => {
+    void stopRequested.then((signal) => {
       logger.info({ signal }, 'shutting down');
-      server.close(() => resolve());
-    };
-    process.once('SIGINT', shutdown);
-    process.once('SIGTERM', shutdown);
+      // A signal that came during startup may arrive before the port is bound.
+      const close = () => server.close(() => resolve());
+      if (server.listening) close();
+      else server.once('listening', close);
+    });
   });
 }

@@ -2,6 +2,7 @@ import { composeWorkers, openCore } from '../app/compose.ts';
 import type { Config } from '../config/index.ts';
 import type { Logger } from '../log/index.ts';
 import { listenMetrics, type MetricsListener } from '../metrics/server.ts';
+import { stopSignal } from './stop-signal.ts';
 
 /**
  * `svc worker`: only the job workers (the system chart's worker Deployment). Any number of
@@ -13,14 +14,7 @@ export async function runWorker(config: Config, logger: Logger): Promise<void> {
     poolSize: config.worker.concurrency + 2,
     processMetrics: true,
   });
-  // Listening once the database is open, before the metrics listener and the workers start: a
-  // SIGTERM in that window (a rollout right after a start; the metrics test) is a clean
-  // shutdown once the workers are up, not the default kill mid-start. While the database is
-  // still being reached a signal kills at once, as before.
-  const stopRequested = new Promise<string>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
-  });
+  const stopRequested = stopSignal();
   let metrics: MetricsListener | undefined;
   try {
     metrics = await listenMetrics({ ...config.metrics, metrics: core.metrics, logger });

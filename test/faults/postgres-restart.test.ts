@@ -57,7 +57,7 @@ before(async () => {
 });
 
 after(async () => {
-  if (child?.pid !== undefined && child.exitCode === null) {
+  if (child?.pid !== undefined && child.exitCode === null && child.signalCode === null) {
     const exited = new Promise((resolve) => child.once('exit', resolve));
     process.kill(child.pid, 'SIGTERM');
     await exited;

@@ -111,7 +111,12 @@ async function scrapeWhenUp(port: number, { child }: Svc): Promise<Scrape> {
   }
 }
 
+/**
+ * SIGTERM and its exit code; at once when the process is gone already (a signal kill leaves
+ * `exitCode` null, and waiting for its exit again would hang the test).
+ */
 async function stop({ child }: Svc): Promise<number | null> {
+  if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
   const exited = once(child, 'exit');
   child.kill('SIGTERM');
   const [code] = (await exited) as [number | null];
@@ -127,7 +132,7 @@ test('issue 15 metrics: `svc serve` serves /metrics on SVC_METRICS_PORT (its req
     SVC_METRICS_PORT: String(metricsPort),
     SVC_WORKER: 'off',
   });
-  t.after(() => (child.child.exitCode === null ? stop(child) : undefined));
+  t.after(() => stop(child));
   const first = await scrapeWhenUp(metricsPort, child);
   assert.equal(first.types.get('svc_process_cpu_user_seconds_total'), 'counter');
   assert.equal(first.types.get('svc_nodejs_eventloop_lag_seconds'), 'gauge');
@@ -155,7 +160,7 @@ test('issue 15 metrics: `svc worker` serves /metrics with the job metrics; SVC_M
 }, async (t) => {
   const metricsPort = await freePort();
   const worker = start('worker', { SVC_METRICS_PORT: String(metricsPort) });
-  t.after(() => (worker.child.exitCode === null ? stop(worker) : undefined));
+  t.after(() => stop(worker));
   const scraped = await scrapeWhenUp(metricsPort, worker);
   assert.equal(scraped.types.get('svc_job_duration_seconds'), 'histogram');
   assert.equal(scraped.types.get('svc_jobs_failed_total'), 'counter');
@@ -165,12 +170,47 @@ test('issue 15 metrics: `svc worker` serves /metrics with the job metrics; SVC_M
 
   // With 0 the worker runs (takes jobs) and never opens the listener.
   const quiet = start('worker', { SVC_METRICS_PORT: '0' });
-  t.after(() => (quiet.child.exitCode === null ? stop(quiet) : undefined));
+  t.after(() => stop(quiet));
   await logged(quiet, 'worker running');
   assert.equal(await stop(quiet), 0);
   assert.equal(quiet.messages.includes('metrics listening'), false, quiet.messages.join(' | '));
   assert.equal(
     quiet.messages.some((m) => m.startsWith('metrics listener not started')),
     false,
+  );
+});
+
+test('`svc serve` stopped by SIGTERM the moment /metrics answers shuts down cleanly: exit 0, both ports free', {
+  timeout: 120_000,
+}, async (t) => {
+  const [apiPort, metricsPort] = [await freePort(), await freePort()];
+  const svc = start('serve', {
+    SVC_PORT: String(apiPort),
+    SVC_METRICS_PORT: String(metricsPort),
+    SVC_WORKER: 'off',
+  });
+  t.after(() => stop(svc));
+  // Polled tightly, so the signal can land while the rest of the app is still being built (a
+  // window of a few ms here: not every run hits it; the output says which one did).
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    assert.equal(svc.child.exitCode, null, 'the process exited before serving /metrics');
+    const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).catch(() => undefined);
+    if (res?.status === 200) break;
+    assert.ok(Date.now() < deadline, 'no /metrics within 60 s');
+    await sleep(5);
+  }
+  assert.equal(await stop(svc), 0, svc.messages.join(' | '));
+  assert.ok(svc.messages.includes('shutting down'), svc.messages.join(' | '));
+  for (const port of [apiPort, metricsPort]) {
+    const reuse = createServer();
+    await new Promise<void>((resolve) => reuse.listen(port, '127.0.0.1', resolve));
+    await new Promise((resolve) => reuse.close(resolve));
+  }
+  const order = ['shutting down', 'svc listening'].map((m) => svc.messages.indexOf(m));
+  console.log(
+    order[1] === -1 || (order[0] ?? 0) < (order[1] ?? 0)
+      ? 'the signal came before the API listened'
+      : 'the signal came after the API listened',
   );
 });

@@ -49,7 +49,7 @@ before(async () => {
   cookie = (login.headers.get('set-cookie') ?? '').split(';')[0] ?? '';
 });
 after(async () => {
-  if (child?.pid && child.exitCode === null) {
+  if (child?.pid && child.exitCode === null && child.signalCode === null) {
     const exited = new Promise((resolve) => child?.once('exit', resolve));
     process.kill(-child.pid, 'SIGTERM');
     await exited;

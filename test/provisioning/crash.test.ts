@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -20,6 +22,7 @@ import {
   waitForStep,
 } from './support.ts';
 
+const root = fileURLToPath(new URL('../../', import.meta.url));
 let child: ChildProcess | undefined;
 let dataDir: string;
 
@@ -36,15 +39,18 @@ before(async () => {
 });
 
 /** `svc orchestrator` as its own OS process, on this file's database, install and cluster. */
-function startOrchestratorProcess(): { stderr: () => string } {
-  const env = svcProcessEnv(o, dataDir, {
+function orchestratorEnv(extra: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  return svcProcessEnv(o, dataDir, {
     SVC_TENANT_STORAGE_CLASS: testStorageClass,
     SVC_ADAPTER_IMAGE: 'registry.test/svc-adapter:0.1.0',
     SVC_API_URL: o.deps.settings.apiUrl,
-    SVC_ORCHESTRATOR_POLL: '200ms',
+    ...extra,
   });
+}
 
-  const root = fileURLToPath(new URL('../../', import.meta.url));
+function startOrchestratorProcess(): { stderr: () => string } {
+  const env = orchestratorEnv({ SVC_ORCHESTRATOR_POLL: '200ms' });
+
   child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'orchestrator'], {
     cwd: root,
     env,
@@ -105,4 +111,41 @@ test('§9.4 an orchestrator killed mid-flow (SIGKILL) is resumed by another afte
     body: JSON.stringify({ version: '0.1.0' }),
   });
   assert.deepEqual(await beat.json(), { tenant_state: 'active', activated: true });
+});
+
+test('`svc orchestrator` stopped by SIGTERM the moment /metrics answers shuts down cleanly: exit 0', {
+  timeout: 120_000,
+}, async (t) => {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const metricsPort = (probe.address() as AddressInfo).port;
+  await new Promise((resolve) => probe.close(resolve));
+  const env = orchestratorEnv({ SVC_METRICS_PORT: String(metricsPort), SVC_LOG_LEVEL: 'info' });
+  const orchestrator = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'src/cli/main.ts', 'orchestrator'],
+    {
+      cwd: root,
+      env,
+      stdio: ['ignore', 'pipe', 'ignore'],
+    },
+  );
+  let output = '';
+  orchestrator.stdout?.on('data', (d) => {
+    output += d;
+  });
+  const exited = once(orchestrator, 'exit');
+  t.after(() => (orchestrator.exitCode === null ? orchestrator.kill('SIGKILL') : undefined));
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    assert.equal(orchestrator.exitCode, null, `exited before serving /metrics: ${output}`);
+    const res = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).catch(() => undefined);
+    if (res?.status === 200) break;
+    assert.ok(Date.now() < deadline, 'no /metrics within 60 s');
+    await sleep(5);
+  }
+  orchestrator.kill('SIGTERM');
+  const [code] = (await exited) as [number | null];
+  assert.equal(code, 0, output);
+  assert.ok(output.includes('shutting down'), output);
 });

@@ -135,7 +135,10 @@ test('issue 15 metrics: queue depth by task and state — ready (no worker takes
   await enqueue('metrics_nobody');
   await enqueue('metrics_ok', { runAt: new Date(Date.now() + 3_600_000) });
   await enqueue('metrics_hold');
-  const running = await until('metrics_hold running', () => held.length === 1);
+  // The queue locks a job before its handler starts, so a scrape taken after the handler has
+  // started sees it locked (a scrape taken while waiting may predate the lock).
+  await until('metrics_hold running', () => held.length === 1);
+  const running = await scrape(listener);
   assert.equal(
     queued(running, 'metrics_nobody', 'ready') - queued(before, 'metrics_nobody', 'ready'),
     1,

@@ -25,13 +25,19 @@ export interface CredentialHolder {
 
 /**
  * Why a credential no longer holds. `revoked`: something was done to it or its user (logout,
- * password reset or change, deactivation, a role change, a forced password change). `expired`:
- * it ran out (session absolute or idle expiry, token exp).
+ * password reset or change, deactivation, a role change, a forced password change, the
+ * suspension of a customer's tenant). `expired`: it ran out (session absolute or idle expiry,
+ * token exp).
  */
 export type CredentialEnd =
   | {
       event: 'revoked';
-      reason: 'session_revoked' | 'user_disabled' | 'role_changed' | 'password_change_required';
+      reason:
+        | 'session_revoked'
+        | 'user_disabled'
+        | 'role_changed'
+        | 'password_change_required'
+        | 'tenant_suspended';
     }
   | { event: 'expired'; reason: 'session_expired' | 'token_expired' };
 

@@ -10,7 +10,7 @@ import {
 import { client, seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
-import { waitFor } from './support.ts';
+import { openStream, waitFor } from './support.ts';
 
 /**
  * Issue 10 item 3: an open event stream must end within seconds of its credential ceasing to
@@ -88,54 +88,9 @@ function append(note: string): Promise<StoredEvent> {
   );
 }
 
-interface Block {
-  id?: string;
-  event?: string;
-  data?: string;
-}
-
-/** A real EventSource-like reader: yields event blocks, skips comments, undefined at the end. */
-async function open(path: string, headers: Record<string, string>) {
-  const abort = new AbortController();
-  const res = await fetch(`${api.url}${path}`, { headers, signal: abort.signal });
-  assert.equal(res.status, 200, path);
-  const reader = res.body?.pipeThrough(new TextDecoderStream()).getReader();
-  let buffered = '';
-  async function next(): Promise<Block | undefined> {
-    for (;;) {
-      const end = buffered.indexOf('\n\n');
-      if (end !== -1) {
-        const text = buffered.slice(0, end);
-        buffered = buffered.slice(end + 2);
-        if (text.startsWith(':')) continue;
-        const block: Block = {};
-        for (const line of text.split('\n')) {
-          const [field, ...rest] = line.split(': ');
-          if (field === 'id' || field === 'event' || field === 'data')
-            block[field] = rest.join(': ');
-        }
-        return block;
-      }
-      const chunk = await reader?.read();
-      if (!chunk || chunk.done) return undefined;
-      buffered += chunk.value;
-    }
-  }
-  /** The next block, failing the test if none comes within the bound. */
-  async function within(ms: number): Promise<Block | undefined> {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no block within ${ms} ms on ${path}`)), ms);
-    });
-    try {
-      return await Promise.race([next(), timeout]);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-  const close = () => abort.abort();
-  opened.add(close);
-  return { res, next: within, close };
+/** A stream of this API, closed after the test whatever happens. */
+function open(path: string, headers: Record<string, string>) {
+  return openStream(`${api.url}${path}`, headers, opened);
 }
 
 type Stream = Awaited<ReturnType<typeof open>>;

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
@@ -169,4 +170,59 @@ export async function asSuperuser<T>(
   } finally {
     await client.end();
   }
+}
+
+/** One server-sent event as a client sees it (comments skipped). */
+export interface Block {
+  id?: string;
+  event?: string;
+  data?: string;
+}
+
+/** A real EventSource-like reader: yields event blocks, skips comments, undefined at the end. */
+export async function openStream(
+  url: string,
+  headers: Record<string, string>,
+  opened?: Set<() => void>,
+) {
+  const abort = new AbortController();
+  const res = await fetch(url, { headers, signal: abort.signal });
+  assert.equal(res.status, 200, url);
+  const reader = res.body?.pipeThrough(new TextDecoderStream()).getReader();
+  let buffered = '';
+  async function next(): Promise<Block | undefined> {
+    for (;;) {
+      const end = buffered.indexOf('\n\n');
+      if (end !== -1) {
+        const text = buffered.slice(0, end);
+        buffered = buffered.slice(end + 2);
+        if (text.startsWith(':')) continue;
+        const block: Block = {};
+        for (const line of text.split('\n')) {
+          const [field, ...rest] = line.split(': ');
+          if (field === 'id' || field === 'event' || field === 'data')
+            block[field] = rest.join(': ');
+        }
+        return block;
+      }
+      const chunk = await reader?.read();
+      if (!chunk || chunk.done) return undefined;
+      buffered += chunk.value;
+    }
+  }
+  /** The next block, failing the test if none comes within the bound. */
+  async function within(ms: number): Promise<Block | undefined> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no block within ${ms} ms on ${url}`)), ms);
+    });
+    try {
+      return await Promise.race([next(), timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+  const close = () => abort.abort();
+  opened?.add(close);
+  return { res, next: within, close };
 }

@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
+import { appendEvent, type StoredEvent } from '../../src/domains/events/index.ts';
 import { CREDENTIAL_RECHECK_MS } from '../../src/domains/sessions/credential-watch.ts';
 import { loadChartCatalog } from '../../src/orchestrator/catalog.ts';
 import { DEFAULT_EDGE_PORT_BASE, DEFAULT_TIMING } from '../../src/orchestrator/context.ts';
 import { SYSTEM_VERSION } from '../../src/orchestrator/runtime.ts';
+import { openStream } from '../events/support.ts';
 import { checkpoint, postAlerts, wazuhAlert, written } from '../internal/ingest-support.ts';
 import { adapterToken, auditRows, bearer, issue, setState } from '../internal/support.ts';
 import {
@@ -69,6 +72,20 @@ async function footprint(tenantId: string) {
     [tenantId],
   );
   return rows[0];
+}
+
+/** One event in the tenant's stream, as the pipeline would append it. */
+function appendTo(tenantId: string, note: string): Promise<StoredEvent> {
+  return db.app.withTenant(tenantId, (tx) =>
+    appendEvent(tx, {
+      tenantId,
+      streamType: 'investigation',
+      streamId: randomUUID(),
+      streamSeq: 1,
+      type: 'investigation.updated',
+      payload: { note },
+    }),
+  );
 }
 
 function customerClient(): SvcClient {
@@ -430,6 +447,56 @@ test('issue 15 a customer’s open event stream ends once the suspension revokes
   await waitUntil('the subscriber gone', async () =>
     api.events.status().subscribers === subscribers ? true : undefined,
   );
+});
+
+test('issue 15 proxy mode: a suspended tenant’s customer loses an open event stream within the re-check (revoked, tenant_suspended); another tenant’s stream carries on', {
+  timeout: 60_000,
+}, async () => {
+  // Proxy mode has no session for the suspension to revoke: the credential watch must notice
+  // the tenant's state itself, or the stream would keep delivering for as long as it is open.
+  const proxy = await startTestApi(db, {
+    mode: 'proxy',
+    trustedProxyCidrs: ['127.0.0.0/8'],
+    hash: { params: TEST_HASH_PARAMS },
+  });
+  const opened = new Set<() => void>();
+  try {
+    const [a, b] = [await activeTenant('sus-proxy-sse-a'), await activeTenant('sus-proxy-sse-b')];
+    for (const [tenantId, email] of [
+      [a, 'viewer@sus-proxy-sse-a.test'],
+      [b, 'viewer@sus-proxy-sse-b.test'],
+    ] as const) {
+      await seedUser(db, api.hasher, { email, role: 'customer_viewer', tenantId });
+    }
+    const before = proxy.events.status().subscribers;
+    const open = (email: string) =>
+      openStream(`${proxy.url}/api/tenant/events`, { 'X-Forwarded-Email': email }, opened);
+    const streamA = await open('viewer@sus-proxy-sse-a.test');
+    const streamB = await open('viewer@sus-proxy-sse-b.test');
+    await waitUntil('both streams subscribed', async () =>
+      proxy.events.status().subscribers === before + 2 ? true : undefined,
+    );
+    const bound = 3 * CREDENTIAL_RECHECK_MS;
+    const shown = await appendTo(a, 'before the suspension');
+    assert.equal((await streamA.next(bound))?.id, shown.id);
+
+    assert.equal((await admin.mssp.suspend({ params: { tenant_id: a }, body: {} })).status, 200);
+    let block = await streamA.next(bound);
+    // An event committed before the pass noticed may still arrive; it carries an id.
+    while (block?.id !== undefined) block = await streamA.next(bound);
+    assert.deepEqual(block, {
+      event: 'revoked',
+      data: JSON.stringify({ reason: 'tenant_suspended' }),
+    });
+    await appendTo(a, 'after the suspension');
+    assert.equal(await streamA.next(bound), undefined, 'the stream is closed');
+
+    const carried = await appendTo(b, 'the other tenant');
+    assert.equal((await streamB.next(bound))?.id, carried.id, 'B still receives its events');
+  } finally {
+    for (const close of opened) close();
+    await proxy.close();
+  }
 });
 
 test('issue 15 proxy mode: a customer of a suspended tenant is refused on every request (403 tenant_suspended), MSSP staff are not', async () => {

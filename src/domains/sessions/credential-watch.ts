@@ -84,7 +84,8 @@ class Lease implements CredentialLease {
  * customer users per tenant because RLS hides them otherwise), so its cost follows the number
  * of tenants with open streams, not the number of streams. Whatever the request middleware
  * would refuse now (a revoked or expired session, a disabled or re-roled user, a forced
- * password change) ends the credential's leases with the reason.
+ * password change, a customer whose tenant is suspended) ends the credential's leases with the
+ * reason.
  */
 export function createCredentialWatch(options: CredentialWatchOptions): CredentialWatch {
   return new Watch(options);
@@ -225,6 +226,10 @@ function judge(
   if (!user || user.disabled_at !== null) return { event: 'revoked', reason: 'user_disabled' };
   if (user.role !== credential.role || user.tenant_id !== credential.userTenant)
     return { event: 'revoked', reason: 'role_changed' };
+  // A suspension revokes the customers' sessions, but proxy mode has none: the middleware
+  // refuses their next request (403 tenant_suspended), and their open streams end here.
+  if (user.tenant_id !== null && user.tenant_state === 'suspended')
+    return { event: 'revoked', reason: 'tenant_suspended' };
   if (session !== null) {
     if (!session || session.revoked_at !== null)
       return { event: 'revoked', reason: 'session_revoked' };

@@ -20,6 +20,8 @@ export type LoginRecord = UserRow & { credential: CredentialRow | null };
 /** What the credential watch re-checks of a user. */
 export type UserState = Pick<UserRow, 'id' | 'role' | 'tenant_id' | 'disabled_at'> & {
   must_change: boolean;
+  /** The lifecycle state of the user's tenant; null for MSSP staff. */
+  tenant_state: string | null;
 };
 
 const USER_COLUMNS = 'u.id, u.tenant_id, u.email, u.display_name, u.role, u.disabled_at';
@@ -101,8 +103,10 @@ export async function findAnyUser(
 export async function findUserStates(tx: AppTx, ids: readonly string[]): Promise<UserState[]> {
   if (ids.length === 0) return [];
   const { rows } = await tx.query<UserState>(
-    `SELECT u.id, u.role, u.tenant_id, u.disabled_at, coalesce(c.must_change, false) AS must_change
+    `SELECT u.id, u.role, u.tenant_id, u.disabled_at, coalesce(c.must_change, false) AS must_change,
+            t.state AS tenant_state
        FROM users u LEFT JOIN password_credentials c ON c.user_id = u.id
+            LEFT JOIN tenants t ON t.id = u.tenant_id
       WHERE u.id = ANY($1::uuid[])`,
     [ids],
   );

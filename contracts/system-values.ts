@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox';
+import { LlmPrices, OUTBOUND_HOST_PATTERN } from './outbound.ts';
 import { CANONICAL_UUID } from './uuid.ts';
 
 /**
@@ -12,7 +13,8 @@ import { CANONICAL_UUID } from './uuid.ts';
  * image.registry, ingress hostnames, database.external.host/existingSecret) are what an
  * operator must write. Keys beyond §2.9, each needed to run the package and documented in
  * docs/charts-system.md: `install.namespace`, `serviceAccount.name`, `api.replicas`, `worker`,
- * `resources.worker`, `database.image`, `database.external.ssl`, `networkPolicies`, `edgeProxy`.
+ * `resources.worker`, `database.image`, `database.external.ssl`, `networkPolicies`, `edgeProxy`, `outbound`,
+ * `defaults.llm.prices`.
  *
  * Patterns avoid look-arounds: Helm checks them with Go's RE2 engine.
  */
@@ -189,9 +191,33 @@ export const SystemValues = Type.Object(
             provider: Type.String({ pattern: '^([a-z][a-z0-9_-]{0,31})?$', default: '' }),
             baseUrl: Type.String({ maxLength: 2048, pattern: '^(https://\\S+)?$', default: '' }),
             model: Type.String({ maxLength: 200, default: '' }),
+            /** USD per million tokens by model (`SVC_LLM_PRICES`): what cost budgets count. */
+            prices: LlmPrices,
           },
           closed,
         ),
+      },
+      closed,
+    ),
+    /**
+     * svc's own guard on its outbound calls (LLM providers, TheHive, Cortex; docs/orchestrator.md
+     * "Outbound addresses"): internal addresses it may call after all, and the CA certificates
+     * (PEM) it trusts for them besides the system roots. The NetworkPolicy side is
+     * `networkPolicies.outbound`.
+     */
+    outbound: Type.Object(
+      {
+        allowHosts: Type.Array(
+          Type.String({ maxLength: 253, pattern: `^${OUTBOUND_HOST_PATTERN}$` }),
+          { maxItems: 100, default: [] },
+        ),
+        allowCIDRs: Type.Array(Cidr, { maxItems: 100, default: [] }),
+        caBundle: Type.String({
+          maxLength: 262_144,
+          pattern:
+            '^(\\s*-----BEGIN CERTIFICATE-----[A-Za-z0-9+/=\\s]+-----END CERTIFICATE-----\\s*)*$',
+          default: '',
+        }),
       },
       closed,
     ),

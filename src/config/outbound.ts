@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { OUTBOUND_HOST_PATTERN } from '../../contracts/outbound.ts';
 import { cidrList, type Env, parseCidrs, settingReader } from './env.ts';
 
 /** Internal targets tenant URLs may name after all (src/net/outbound-url.ts); default none. */
@@ -9,7 +10,7 @@ export interface OutboundConfig {
   caFile?: string | undefined;
 }
 
-const hostPattern = '(\\*\\.)?[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?';
+const hostPattern = OUTBOUND_HOST_PATTERN;
 
 export const OUTBOUND_SETTINGS = {
   SVC_OUTBOUND_ALLOW_CIDRS: {

@@ -1,5 +1,6 @@
 import Type from 'typebox';
 import { Compile } from 'typebox/compile';
+import { LlmPrices } from '../../contracts/outbound.ts';
 import {
   ConfigError,
   duration,
@@ -47,17 +48,6 @@ export const WORKER_SETTINGS = {
 
 const read = settingReader(WORKER_SETTINGS);
 
-const PRICE = Type.Record(
-  Type.String({ minLength: 1, maxLength: 200 }),
-  Type.Object(
-    {
-      input_per_mtok: Type.Number({ minimum: 0, maximum: 1_000_000 }),
-      output_per_mtok: Type.Number({ minimum: 0, maximum: 1_000_000 }),
-    },
-    { additionalProperties: false },
-  ),
-);
-
 function prices(text: string | undefined): WorkerConfig['llmPrices'] {
   if (text === undefined) return {};
   let parsed: unknown;
@@ -68,7 +58,7 @@ function prices(text: string | undefined): WorkerConfig['llmPrices'] {
       `SVC_LLM_PRICES: not JSON; expected ${WORKER_SETTINGS.SVC_LLM_PRICES.expected}`,
     );
   }
-  if (!Compile(PRICE).Check(parsed)) {
+  if (!Compile(LlmPrices).Check(parsed)) {
     throw new ConfigError(`SVC_LLM_PRICES: expected ${WORKER_SETTINGS.SVC_LLM_PRICES.expected}`);
   }
   return parsed as WorkerConfig['llmPrices'];

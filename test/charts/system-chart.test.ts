@@ -12,6 +12,7 @@ import {
   type KubernetesObject,
   KubernetesObjectApi,
   type V1ClusterRole,
+  type V1ConfigMap,
   type V1Container,
   type V1Deployment,
   type V1Ingress,
@@ -25,6 +26,8 @@ import { Compile } from 'typebox/compile';
 import { parse } from 'yaml';
 import { SystemValues } from '../../contracts/system-values.ts';
 import { SETTINGS } from '../../src/config/index.ts';
+import { readOutbound } from '../../src/config/outbound.ts';
+import { readWorker } from '../../src/config/worker.ts';
 import { createTestNamespace } from '../../testcluster/harness.ts';
 import {
   helmWithValues,
@@ -35,6 +38,7 @@ import {
   type Values,
 } from '../policies/system-chart.ts';
 import { getTestCluster, waitUntil } from '../support/cluster.ts';
+import { loopbackCertificate } from '../support/loopback-tls.ts';
 
 const run = promisify(execFile);
 const cluster = getTestCluster();
@@ -281,6 +285,71 @@ test('§2.9 values reach svc serve as the environment variables src/config reads
     .map((e) => e.name)
     .filter((name) => name.startsWith('SVC_') && !(name in SETTINGS));
   assert.deepEqual(unknown, []);
+});
+
+test('outbound: allowed hosts and CIDRs, a CA bundle and LLM prices reach the api, orchestrator and worker as the environment svc reads; by default none of it', async () => {
+  const { cert } = await loopbackCertificate();
+  const prices = { 'corp-model': { input_per_mtok: 2.5, output_per_mtok: 10 } };
+  const values = {
+    outbound: {
+      allowHosts: ['llm.corp.internal', '*.siem.corp'],
+      allowCIDRs: ['10.20.0.0/16', 'fd00:20::/64'],
+      caBundle: cert,
+    },
+    defaults: { llm: { prices } },
+  };
+  const objects = await render(values);
+  const configMap = find<V1ConfigMap>(objects, 'ConfigMap', 'svc-outbound-ca');
+  assert.equal(configMap.data?.['ca.pem']?.trim(), cert.trim());
+  const annotations = new Set<string>();
+  for (const name of ['svc-api', 'svc-orchestrator', 'svc-worker']) {
+    const pod = find<V1Deployment>(objects, 'Deployment', name).spec?.template;
+    const main = container(objects, 'Deployment', name);
+    const vars = env(main);
+    assert.equal(vars.SVC_OUTBOUND_ALLOW_HOSTS, 'llm.corp.internal,*.siem.corp', name);
+    assert.equal(vars.SVC_OUTBOUND_ALLOW_CIDRS, '10.20.0.0/16,fd00:20::/64', name);
+    // The file svc reads is the ConfigMap's key, where the pod mounts it.
+    const mount = main.volumeMounts?.find((m) => m.name === 'outbound-ca');
+    assert.deepEqual([mount?.mountPath, mount?.readOnly], ['/etc/svc/outbound-ca', true], name);
+    assert.equal(vars.SVC_OUTBOUND_CA_FILE, `${mount?.mountPath}/ca.pem`, name);
+    const volume = pod?.spec?.volumes?.find((v) => v.name === 'outbound-ca');
+    assert.equal(volume?.configMap?.name, 'svc-outbound-ca', name);
+    annotations.add(pod?.metadata?.annotations?.['checksum/outbound-ca'] ?? 'none');
+    // svc's own configuration readers accept what the chart wrote, and read back the values.
+    assert.deepEqual(readOutbound(vars), {
+      allowHosts: ['llm.corp.internal', '*.siem.corp'],
+      allowCidrs: ['10.20.0.0/16', 'fd00:20::/64'],
+      caFile: '/etc/svc/outbound-ca/ca.pem',
+    });
+    assert.deepEqual(readWorker(vars).llmPrices, prices, name);
+  }
+  // svc reads the bundle once at start: a new bundle must roll the pods.
+  assert.equal(annotations.size, 1);
+  assert.match([...annotations][0] ?? '', /^[0-9a-f]{64}$/);
+  const { cert: other } = await loopbackCertificate();
+  const rolled = await render({ ...values, outbound: { ...values.outbound, caBundle: other } });
+  const after = find<V1Deployment>(rolled, 'Deployment', 'svc-api').spec?.template.metadata;
+  assert.notEqual(after?.annotations?.['checksum/outbound-ca'], [...annotations][0]);
+
+  const plain = await render();
+  assert.equal(
+    plain.find((o) => o.kind === 'ConfigMap' && o.metadata?.name === 'svc-outbound-ca'),
+    undefined,
+  );
+  for (const name of ['svc-api', 'svc-orchestrator', 'svc-worker']) {
+    const main = container(plain, 'Deployment', name);
+    const vars = env(main);
+    assert.equal(vars.SVC_OUTBOUND_CA_FILE, undefined, name);
+    assert.equal(
+      main.volumeMounts?.some((m) => m.name === 'outbound-ca'),
+      false,
+      name,
+    );
+    const template = find<V1Deployment>(plain, 'Deployment', name).spec?.template;
+    assert.equal(template?.metadata?.annotations?.['checksum/outbound-ca'], undefined, name);
+    assert.deepEqual(readOutbound(vars), { allowHosts: [], allowCidrs: [] }, name);
+    assert.deepEqual(readWorker(vars).llmPrices, {}, name);
+  }
 });
 
 test('§2.9 the in-chart database: generated credentials with the six keys, svc bootstraps the roles', async () => {
@@ -697,6 +766,23 @@ const rejected: Array<[string, Values, RegExp]> = [
     /scrapeNamespaceSelector/,
   ],
   [
+    'an outbound host given as a URL',
+    { outbound: { allowHosts: ['https://llm.corp.internal'] } },
+    /\/outbound\/allowHosts\/0/,
+  ],
+  ['an outbound CIDR without a prefix', { outbound: { allowCIDRs: ['10.0.0.1'] } }, /allowCIDRs/],
+  ['a CA bundle that is not PEM', { outbound: { caBundle: 'not a certificate' } }, /caBundle/],
+  [
+    'a negative LLM price',
+    { defaults: { llm: { prices: { m: { input_per_mtok: -1, output_per_mtok: 1 } } } } },
+    /\/defaults\/llm\/prices\/m\/input_per_mtok/,
+  ],
+  [
+    'an LLM price without its output rate',
+    { defaults: { llm: { prices: { m: { input_per_mtok: 1 } } } } },
+    /output_per_mtok/,
+  ],
+  [
     'a ServiceMonitor interval without a unit',
     { metrics: { serviceMonitor: { interval: '30' } } },
     /\/metrics\/serviceMonitor\/interval/,
@@ -729,6 +815,10 @@ test('§2.9 TypeBox Compile(SystemValues) agrees with Helm on every case', () =>
     { resources: { api: { limits: { cpu: 2 } } } },
     { oidc: { trustedProxyCIDRs: ['10.0.0.0/8', 'fd00::/8'] }, auth: { mode: 'proxy' } },
     { image: { tag: 'latest' }, ingress: { tls: { issuerRef: 'letsencrypt' } } },
+    {
+      outbound: { allowHosts: ['*.corp.internal'], allowCIDRs: ['10.0.0.0/8'] },
+      defaults: { llm: { prices: { m: { input_per_mtok: 0, output_per_mtok: 0.5 } } } },
+    },
   ];
   for (const overrides of accepted) {
     const merged = mergeValues(chartValues, mergeValues(sample, overrides));

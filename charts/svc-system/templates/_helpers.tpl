@@ -113,6 +113,16 @@ orchestrator differ only in SVC_ORCHESTRATOR, which each Deployment sets itself.
   value: {{ .Values.defaults.llm.baseUrl | quote }}
 - name: SVC_LLM_MODEL
   value: {{ .Values.defaults.llm.model | quote }}
+- name: SVC_LLM_PRICES
+  value: {{ .Values.defaults.llm.prices | toJson | quote }}
+- name: SVC_OUTBOUND_ALLOW_HOSTS
+  value: {{ join "," .Values.outbound.allowHosts | quote }}
+- name: SVC_OUTBOUND_ALLOW_CIDRS
+  value: {{ join "," .Values.outbound.allowCIDRs | quote }}
+{{- if .Values.outbound.caBundle }}
+- name: SVC_OUTBOUND_CA_FILE
+  value: /etc/svc/outbound-ca/ca.pem
+{{- end }}
 - name: SVC_MSSP_HOSTNAME
   value: {{ .Values.ingress.hostnames.mssp | quote }}
 - name: SVC_CUSTOMER_HOSTNAME
@@ -163,11 +173,19 @@ svc/metrics: "true"
 {{- end }}
 {{- end }}
 
-{{- define "svc.metricsAnnotations" -}}
-{{- if .Values.metrics.enabled -}}
+{{/*
+The pod annotations of svc's own pods: the scrape annotations when metrics.enabled, and the
+outbound CA bundle's checksum, since svc reads that file once at start: a changed bundle rolls
+the pods.
+*/}}
+{{- define "svc.podAnnotations" -}}
+{{- if .Values.metrics.enabled }}
 prometheus.io/scrape: "true"
 prometheus.io/port: {{ .Values.metrics.port | quote }}
 prometheus.io/path: /metrics
+{{- end }}
+{{- if .Values.outbound.caBundle }}
+checksum/outbound-ca: {{ .Values.outbound.caBundle | sha256sum }}
 {{- end }}
 {{- end }}
 
@@ -210,6 +228,11 @@ prometheus.io/path: /metrics
   emptyDir: {}
 - name: tmp
   emptyDir: {}
+{{- if .Values.outbound.caBundle }}
+- name: outbound-ca
+  configMap:
+    name: svc-outbound-ca
+{{- end }}
 {{- end }}
 
 {{- define "svc.volumeMounts" -}}
@@ -223,6 +246,11 @@ prometheus.io/path: /metrics
   mountPath: /var/lib/svc
 - name: tmp
   mountPath: /tmp
+{{- if .Values.outbound.caBundle }}
+- name: outbound-ca
+  mountPath: /etc/svc/outbound-ca
+  readOnly: true
+{{- end }}
 {{- end }}
 
 {{- define "svc.podSecurityContext" -}}

@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { appendEvent, type StoredEvent } from '../../src/domains/events/index.ts';
-import { waitFor } from '../events/support.ts';
+import { appendNote, waitFor } from '../events/support.ts';
 import { client, seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
@@ -30,18 +28,7 @@ after(async () => {
 });
 
 /** Appends one event to a new stream of `tenantId`, inside that tenant's context. */
-function append(tenantId: string, note: string): Promise<StoredEvent> {
-  return db.app.withTenant(tenantId, (tx) =>
-    appendEvent(tx, {
-      tenantId,
-      streamType: 'investigation',
-      streamId: randomUUID(),
-      streamSeq: 1,
-      type: 'investigation.updated',
-      payload: { note },
-    }),
-  );
-}
+const append = (tenantId: string, note: string) => appendNote(db.app, tenantId, note);
 
 async function sessionCookie(email: string): Promise<string> {
   const browser = client(api);

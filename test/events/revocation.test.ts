@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { after, afterEach, before, test } from 'node:test';
-import { appendEvent, type StoredEvent } from '../../src/domains/events/index.ts';
 import { CREDENTIAL_RECHECK_MS } from '../../src/domains/sessions/credential-watch.ts';
 import {
   SESSION_ABSOLUTE_MS,
@@ -10,7 +8,7 @@ import {
 import { client, seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
-import { openStream, waitFor } from './support.ts';
+import { appendNote, openStream, waitFor } from './support.ts';
 
 /**
  * Issue 10 item 3: an open event stream must end within seconds of its credential ceasing to
@@ -75,18 +73,7 @@ async function adminCall(path: string): Promise<number> {
   return (await (await signIn('admin@mssp.test')).call('POST', path)).status;
 }
 
-function append(note: string): Promise<StoredEvent> {
-  return db.app.withTenant(tenant, (tx) =>
-    appendEvent(tx, {
-      tenantId: tenant,
-      streamType: 'investigation',
-      streamId: randomUUID(),
-      streamSeq: 1,
-      type: 'investigation.updated',
-      payload: { note },
-    }),
-  );
-}
+const append = (note: string) => appendNote(db.app, tenant, note);
 
 /** A stream of this API, closed after the test whatever happens. */
 function open(path: string, headers: Record<string, string>) {

@@ -61,6 +61,20 @@ export function collect(subscription: Subscription): Collector {
   return collector;
 }
 
+/** One event, `{note}` as its payload, on a new stream of `tenantId`, in that tenant's context. */
+export function appendNote(db: AppDatabase, tenantId: string, note: string): Promise<StoredEvent> {
+  return db.withTenant(tenantId, (tx) =>
+    appendEvent(tx, {
+      tenantId,
+      streamType: 'investigation',
+      streamId: randomUUID(),
+      streamSeq: 1,
+      type: 'investigation.updated',
+      payload: { note },
+    }),
+  );
+}
+
 /** Appends `count` events to a new stream, each in its own transaction (each its own commit). */
 export async function appendSeparately(
   db: AppDatabase,

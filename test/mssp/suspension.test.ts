@@ -1,14 +1,12 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
-import { appendEvent, type StoredEvent } from '../../src/domains/events/index.ts';
 import { CREDENTIAL_RECHECK_MS } from '../../src/domains/sessions/credential-watch.ts';
 import { loadChartCatalog } from '../../src/orchestrator/catalog.ts';
 import { DEFAULT_EDGE_PORT_BASE, DEFAULT_TIMING } from '../../src/orchestrator/context.ts';
 import { SYSTEM_VERSION } from '../../src/orchestrator/runtime.ts';
-import { openStream } from '../events/support.ts';
+import { appendNote, openStream } from '../events/support.ts';
 import { checkpoint, postAlerts, wazuhAlert, written } from '../internal/ingest-support.ts';
 import { adapterToken, auditRows, bearer, issue, setState } from '../internal/support.ts';
 import {
@@ -72,20 +70,6 @@ async function footprint(tenantId: string) {
     [tenantId],
   );
   return rows[0];
-}
-
-/** One event in the tenant's stream, as the pipeline would append it. */
-function appendTo(tenantId: string, note: string): Promise<StoredEvent> {
-  return db.app.withTenant(tenantId, (tx) =>
-    appendEvent(tx, {
-      tenantId,
-      streamType: 'investigation',
-      streamId: randomUUID(),
-      streamSeq: 1,
-      type: 'investigation.updated',
-      payload: { note },
-    }),
-  );
 }
 
 function customerClient(): SvcClient {
@@ -477,7 +461,7 @@ test('issue 15 proxy mode: a suspended tenant’s customer loses an open event s
       proxy.events.status().subscribers === before + 2 ? true : undefined,
     );
     const bound = 3 * CREDENTIAL_RECHECK_MS;
-    const shown = await appendTo(a, 'before the suspension');
+    const shown = await appendNote(db.app, a, 'before the suspension');
     assert.equal((await streamA.next(bound))?.id, shown.id);
 
     assert.equal((await admin.mssp.suspend({ params: { tenant_id: a }, body: {} })).status, 200);
@@ -488,10 +472,10 @@ test('issue 15 proxy mode: a suspended tenant’s customer loses an open event s
       event: 'revoked',
       data: JSON.stringify({ reason: 'tenant_suspended' }),
     });
-    await appendTo(a, 'after the suspension');
+    await appendNote(db.app, a, 'after the suspension');
     assert.equal(await streamA.next(bound), undefined, 'the stream is closed');
 
-    const carried = await appendTo(b, 'the other tenant');
+    const carried = await appendNote(db.app, b, 'the other tenant');
     assert.equal((await streamB.next(bound))?.id, carried.id, 'B still receives its events');
   } finally {
     for (const close of opened) close();

@@ -14,7 +14,7 @@ import { CANONICAL_UUID } from './uuid.ts';
  * operator must write. Keys beyond §2.9, each needed to run the package and documented in
  * docs/charts-system.md: `install.namespace`, `serviceAccount.name`, `api.replicas`, `worker`,
  * `resources.worker`, `database.image`, `database.external.ssl`, `networkPolicies`, `edgeProxy`, `outbound`,
- * `defaults.llm.prices`.
+ * `defaults.llm.prices`, `tenants`.
  *
  * Patterns avoid look-arounds: Helm checks them with Go's RE2 engine.
  */
@@ -218,6 +218,14 @@ export const SystemValues = Type.Object(
             '^(\\s*-----BEGIN CERTIFICATE-----[A-Za-z0-9+/=\\s]+-----END CERTIFICATE-----\\s*)*$',
           default: '',
         }),
+      },
+      closed,
+    ),
+    /** How svc provisions its tenants. */
+    tenants: Type.Object(
+      {
+        /** StorageClass of the tenants' volumes (`SVC_TENANT_STORAGE_CLASS`); empty: the default. */
+        storageClassName: Type.Union([Type.Literal(''), ObjectName], { default: '' }),
       },
       closed,
     ),

@@ -26,6 +26,7 @@ import { Compile } from 'typebox/compile';
 import { parse } from 'yaml';
 import { SystemValues } from '../../contracts/system-values.ts';
 import { SETTINGS } from '../../src/config/index.ts';
+import { readOrchestrator } from '../../src/config/orchestrator.ts';
 import { readOutbound } from '../../src/config/outbound.ts';
 import { readWorker } from '../../src/config/worker.ts';
 import { createTestNamespace } from '../../testcluster/harness.ts';
@@ -350,6 +351,20 @@ test('outbound: allowed hosts and CIDRs, a CA bundle and LLM prices reach the ap
     assert.deepEqual(readOutbound(vars), { allowHosts: [], allowCidrs: [] }, name);
     assert.deepEqual(readWorker(vars).llmPrices, {}, name);
   }
+});
+
+test('tenants.storageClassName reaches the orchestrator as SVC_TENANT_STORAGE_CLASS, which svc reads; empty means the cluster default', async () => {
+  const chosen = env(
+    container(
+      await render({ tenants: { storageClassName: 'fast-ssd' } }),
+      'Deployment',
+      'svc-orchestrator',
+    ),
+  );
+  assert.equal(chosen.SVC_TENANT_STORAGE_CLASS, 'fast-ssd');
+  assert.equal(readOrchestrator(chosen).storageClassName, 'fast-ssd');
+  const plain = env(container(await render(), 'Deployment', 'svc-orchestrator'));
+  assert.equal(readOrchestrator(plain).storageClassName, '');
 });
 
 test('§2.9 the in-chart database: generated credentials with the six keys, svc bootstraps the roles', async () => {
@@ -772,6 +787,11 @@ const rejected: Array<[string, Values, RegExp]> = [
   ],
   ['an outbound CIDR without a prefix', { outbound: { allowCIDRs: ['10.0.0.1'] } }, /allowCIDRs/],
   ['a CA bundle that is not PEM', { outbound: { caBundle: 'not a certificate' } }, /caBundle/],
+  [
+    'a StorageClass name with capitals',
+    { tenants: { storageClassName: 'Fast_SSD' } },
+    /\/tenants\/storageClassName/,
+  ],
   [
     'a negative LLM price',
     { defaults: { llm: { prices: { m: { input_per_mtok: -1, output_per_mtok: 1 } } } } },

@@ -119,6 +119,8 @@ orchestrator differ only in SVC_ORCHESTRATOR, which each Deployment sets itself.
   value: {{ join "," .Values.outbound.allowHosts | quote }}
 - name: SVC_OUTBOUND_ALLOW_CIDRS
   value: {{ join "," .Values.outbound.allowCIDRs | quote }}
+- name: SVC_TENANT_STORAGE_CLASS
+  value: {{ .Values.tenants.storageClassName | quote }}
 {{- if .Values.outbound.caBundle }}
 - name: SVC_OUTBOUND_CA_FILE
   value: /etc/svc/outbound-ca/ca.pem

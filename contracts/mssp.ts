@@ -134,7 +134,7 @@ const Cursor = Type.String({ pattern: '^[A-Za-z0-9_-]{1,200}$' });
 const TenantParams = Type.Object({ tenant_id: Uuid }, { additionalProperties: false });
 
 /** `:suspend` and `:resume`: `{}` or a reason kept in the lifecycle event and the audit row. */
-const SuspensionBody = Type.Object(
+export const SuspensionBody = Type.Object(
   { reason: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })) },
   { additionalProperties: false },
 );

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from '../../src/db/embedded.ts';
 import { BUNDLED_CHARTS_DIR } from '../../src/orchestrator/catalog.ts';
 import { SYSTEM_VERSION } from '../../src/orchestrator/runtime.ts';
+import { auditRows } from '../internal/support.ts';
 import {
   type Orchestration,
   PASSWORD,
@@ -256,6 +257,53 @@ test('§9.2 upgrade to an unknown version exits 1 with chart_version_unknown; a 
   assert.match(ran.stderr, new RegExp(`✓ ${slug} runs tenant package 0\\.2\\.0\n$`));
   // Only what happened after the request is shown, not the provisioning history again.
   assert.doesNotMatch(ran.stderr, /namespace_created/);
+});
+
+test('issue 15 suspend and resume --wait follow the data plane down and back; a second suspend exits 1 with invalid_state; a bad --reason exits 2 before any request', {
+  timeout: 300_000,
+}, async () => {
+  const { id, slug } = activeTenant();
+  const tooLong = await svc(['suspend', slug, '--reason', 'x'.repeat(501)]);
+  assert.equal(tooLong.code, 2, tooLong.stderr);
+  assert.match(tooLong.stderr, /^svc: --reason: expected 1-500 characters\n$/);
+  assert.equal((await tenantRow(o, id))?.state, 'active');
+
+  const suspended = await svc([
+    'suspend',
+    slug,
+    '--reason',
+    'invoice unpaid',
+    '--wait',
+    '--timeout',
+    '2m',
+  ]);
+  assert.equal(suspended.code, 0, suspended.stderr);
+  assert.match(suspended.stdout, new RegExp(`^${slug} is suspended;`));
+  assert.match(suspended.stderr, /^ {2}→ active → suspended$/m);
+  assert.match(suspended.stderr, /^ {2}✓ data_plane_suspended$/m);
+  assert.match(
+    suspended.stderr,
+    new RegExp(`✓ ${slug} is suspended; its workloads are at zero replicas, its volumes kept\n$`),
+  );
+  assert.equal((await tenantRow(o, id))?.state, 'suspended');
+  const audited = (await auditRows(o.db, id)).filter((r) => r.action === 'tenant.suspend');
+  assert.deepEqual(
+    audited.map((r) => [r.actor_id !== null, r.details.reason]),
+    [[true, 'invoice unpaid']],
+  );
+
+  const again = await svc(['suspend', slug]);
+  assert.equal(again.code, 1, again.stderr);
+  assert.match(again.stderr, /\(invalid_state\)\n$/);
+
+  const resumed = await svc(['resume', slug, '--wait', '--timeout', '2m', '--json']);
+  assert.equal(resumed.code, 0, resumed.stderr);
+  assert.equal(
+    (JSON.parse(resumed.stdout) as { tenant: { state: string } }).tenant.state,
+    'active',
+  );
+  assert.match(resumed.stderr, /^ {2}✓ data_plane_resumed$/m);
+  assert.equal((await tenantRow(o, id))?.state, 'active');
 });
 
 test('§3.1 decommission without --yes on a non-terminal stdin is refused with exit 2; with --yes it starts', async () => {

@@ -1,8 +1,16 @@
 import { readFile } from 'node:fs/promises';
 import Value from 'typebox/value';
+import { SuspensionBody } from '../../../contracts/mssp.ts';
 import { TenantConfig } from '../../../contracts/tenant-config.ts';
 import { SETTINGS } from '../../config/index.ts';
-import { follow, provisioned, upgraded, waitLimit } from './follow.ts';
+import {
+  dataPlaneResumed,
+  dataPlaneSuspended,
+  follow,
+  provisioned,
+  upgraded,
+  waitLimit,
+} from './follow.ts';
 import {
   checkRef,
   checkSlug,
@@ -226,5 +234,48 @@ export async function retry(ref: string, opts: WaitOptions): Promise<void> {
     const body = expectStatus(await s.svc.mssp.retry({ params: { tenant_id: id } }), 202);
     print(opts.json ? body : `provisioning of ${body.tenant.slug} restarted`);
     if (limit) await follow(s, id, provisioned, limit, baseline);
+  });
+}
+
+/** `{}` or `{reason}`, checked against the API's schema before any request (exit 2). */
+function suspensionBody(reason: string | undefined): { reason?: string } {
+  const body = reason === undefined ? {} : { reason };
+  if (!Value.Check(SuspensionBody, body)) {
+    throw new CliError(2, '--reason: expected 1-500 characters');
+  }
+  return body;
+}
+
+export async function suspend(ref: string, opts: WaitOptions & { reason?: string }): Promise<void> {
+  checkRef(ref);
+  const body = suspensionBody(opts.reason);
+  const limit = opts.wait ? waitLimit(opts.timeout) : undefined;
+  await withSession(async (s) => {
+    const id = await resolve(s, ref);
+    const baseline = limit && (await lifecycleIds(s, id));
+    const res = expectStatus(await s.svc.mssp.suspend({ params: { tenant_id: id }, body }), 200);
+    print(
+      opts.json
+        ? res
+        : `${res.tenant.slug} is suspended; its adapter and customers are refused and svc scales its workloads to zero`,
+    );
+    if (limit) await follow(s, id, dataPlaneSuspended, limit, baseline);
+  });
+}
+
+export async function resume(ref: string, opts: WaitOptions & { reason?: string }): Promise<void> {
+  checkRef(ref);
+  const body = suspensionBody(opts.reason);
+  const limit = opts.wait ? waitLimit(opts.timeout) : undefined;
+  await withSession(async (s) => {
+    const id = await resolve(s, ref);
+    const baseline = limit && (await lifecycleIds(s, id));
+    const res = expectStatus(await s.svc.mssp.resume({ params: { tenant_id: id }, body }), 200);
+    print(
+      opts.json
+        ? res
+        : `${res.tenant.slug} is active again; svc gives its workloads their replicas back`,
+    );
+    if (limit) await follow(s, id, dataPlaneResumed, limit, baseline);
   });
 }

@@ -1,6 +1,16 @@
 import { type Command, Option } from 'commander';
 import { TenantState } from '../../../contracts/mssp.ts';
-import { create, decommission, get, incidents, list, retry, upgrade } from './actions.ts';
+import {
+  create,
+  decommission,
+  get,
+  incidents,
+  list,
+  resume,
+  retry,
+  suspend,
+  upgrade,
+} from './actions.ts';
 import { CliError } from './session.ts';
 
 /**
@@ -89,4 +99,22 @@ export function registerTenantCommands(program: Command): void {
       .argument('<id|slug>'),
     'the tenant is active',
   ).action(run(retry));
+  waitOptions(
+    tenants
+      .command('suspend')
+      .description(
+        'Suspend an active tenant: its adapter and customers are refused, its workloads scale to zero, nothing is deleted',
+      )
+      .argument('<id|slug>')
+      .option('--reason <text>', 'why (1-500 characters), kept in the lifecycle and the audit log'),
+    'the workloads are at zero',
+  ).action(run(suspend));
+  waitOptions(
+    tenants
+      .command('resume')
+      .description('Resume a suspended tenant: its workloads get their replicas back')
+      .argument('<id|slug>')
+      .option('--reason <text>', 'why (1-500 characters), kept in the lifecycle and the audit log'),
+    'the workloads have their replicas back',
+  ).action(run(resume));
 }

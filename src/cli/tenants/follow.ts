@@ -114,6 +114,24 @@ export const upgraded: Goal = (t, fresh) => {
   return last ? `${t.slug} runs tenant package ${t.chart_version}` : undefined;
 };
 
+/** The orchestrator has scaled the suspended tenant's workloads to zero. */
+export const dataPlaneSuspended: Goal = (t, fresh) => {
+  if (fresh.some((e) => e.step === 'data_plane_suspended'))
+    return `${t.slug} is suspended; its workloads are at zero replicas, its volumes kept`;
+  if (t.state !== 'suspended')
+    throw new CliError(1, `${t.slug} is ${t.state} before its workloads were scaled down`);
+  return undefined;
+};
+
+/** The orchestrator has given the resumed tenant's workloads their replicas back. */
+export const dataPlaneResumed: Goal = (t, fresh) => {
+  if (fresh.some((e) => e.step === 'data_plane_resumed'))
+    return `${t.slug} is active; its workloads have their replicas back`;
+  if (t.state !== 'active')
+    throw new CliError(1, `${t.slug} is ${t.state} before its workloads were restored`);
+  return undefined;
+};
+
 /**
  * Prints lifecycle entries live from the event stream and polls the tenant every 2 s (the
  * source of truth, and the fallback when the stream is unavailable) until the goal decides.

@@ -183,7 +183,8 @@ export async function seed(
 
 /**
  * How much of each table the overview reads is all-visible: with `UNVACUUMED_FRACTION` of the
- * newest writes unvisited, about nine pages in ten. Printed so every run says which state it
+ * newest writes unvisited, about nine events pages in ten, and no investigations or reviews
+ * pages (their updates land on every page). Printed so every run says which state it
  * measured (the state moves the shared statement's cost, and so the ratio: docs/benchmarks.md,
  * API, sessions 25 and 26).
  */

@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox';
+import { DURATION_PATTERN } from './duration.ts';
 import { LlmPrices, OUTBOUND_HOST_PATTERN } from './outbound.ts';
 import { CANONICAL_UUID } from './uuid.ts';
 
@@ -226,6 +227,10 @@ export const SystemValues = Type.Object(
       {
         /** StorageClass of the tenants' volumes (`SVC_TENANT_STORAGE_CLASS`); empty: the default. */
         storageClassName: Type.Union([Type.Literal(''), ObjectName], { default: '' }),
+        /** From `:decommission` to uninstall (`SVC_DECOMMISSION_GRACE`; spec §3.1 leaves it open). */
+        decommissionGrace: Type.String({ pattern: DURATION_PATTERN, default: '24h' }),
+        /** From uninstall to the row's hard delete (`SVC_TENANT_RETENTION`). */
+        retention: Type.String({ pattern: DURATION_PATTERN, default: '30d' }),
       },
       closed,
     ),

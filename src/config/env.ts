@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import Type, { type TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import Value from 'typebox/value';
+import { DURATION_PATTERN } from '../../contracts/duration.ts';
 
 /** Raised for any invalid or missing setting; its message is one line naming the variable. */
 export class ConfigError extends Error {
@@ -22,7 +23,7 @@ export const headerName = Type.String({ pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,
 const cidr = '(?:(?:\\d{1,3}\\.){3}\\d{1,3}/\\d{1,2}|[0-9A-Fa-f:]+/\\d{1,3})';
 export const cidrList = Type.String({ pattern: `^(${cidr}(\\s*,\\s*${cidr})*)?$` });
 
-export const duration = Type.String({ pattern: '^[0-9]{1,9}(ms|s|m|h|d)$' });
+export const duration = Type.String({ pattern: DURATION_PATTERN });
 export const durationExpected = 'a duration such as 500ms, 30s, 15m, 24h or 30d';
 const DURATION_MS = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
 

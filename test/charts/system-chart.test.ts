@@ -353,18 +353,28 @@ test('outbound: allowed hosts and CIDRs, a CA bundle and LLM prices reach the ap
   }
 });
 
-test('tenants.storageClassName reaches the orchestrator as SVC_TENANT_STORAGE_CLASS, which svc reads; empty means the cluster default', async () => {
+test('tenants.*: the StorageClass, decommission grace and retention reach the orchestrator as the SVC_* variables svc reads; the chart’s defaults are svc’s own', async () => {
   const chosen = env(
     container(
-      await render({ tenants: { storageClassName: 'fast-ssd' } }),
+      await render({
+        tenants: { storageClassName: 'fast-ssd', decommissionGrace: '7d', retention: '90d' },
+      }),
       'Deployment',
       'svc-orchestrator',
     ),
   );
-  assert.equal(chosen.SVC_TENANT_STORAGE_CLASS, 'fast-ssd');
-  assert.equal(readOrchestrator(chosen).storageClassName, 'fast-ssd');
-  const plain = env(container(await render(), 'Deployment', 'svc-orchestrator'));
-  assert.equal(readOrchestrator(plain).storageClassName, '');
+  const read = readOrchestrator(chosen);
+  assert.deepEqual(
+    [read.storageClassName, read.decommissionGraceMs, read.retentionMs],
+    ['fast-ssd', 7 * 86_400_000, 90 * 86_400_000],
+  );
+  // Rendered with values.yaml alone, svc runs as it would with none of these variables set.
+  const plain = readOrchestrator(env(container(await render(), 'Deployment', 'svc-orchestrator')));
+  const unset = readOrchestrator({});
+  assert.deepEqual(
+    [plain.storageClassName, plain.decommissionGraceMs, plain.retentionMs],
+    [unset.storageClassName, unset.decommissionGraceMs, unset.retentionMs],
+  );
 });
 
 test('§2.9 the in-chart database: generated credentials with the six keys, svc bootstraps the roles', async () => {
@@ -787,6 +797,8 @@ const rejected: Array<[string, Values, RegExp]> = [
   ],
   ['an outbound CIDR without a prefix', { outbound: { allowCIDRs: ['10.0.0.1'] } }, /allowCIDRs/],
   ['a CA bundle that is not PEM', { outbound: { caBundle: 'not a certificate' } }, /caBundle/],
+  ['a grace period without a unit', { tenants: { decommissionGrace: '24' } }, /decommissionGrace/],
+  ['a retention in weeks', { tenants: { retention: '4w' } }, /\/tenants\/retention/],
   [
     'a StorageClass name with capitals',
     { tenants: { storageClassName: 'Fast_SSD' } },

@@ -121,6 +121,10 @@ orchestrator differ only in SVC_ORCHESTRATOR, which each Deployment sets itself.
   value: {{ join "," .Values.outbound.allowCIDRs | quote }}
 - name: SVC_TENANT_STORAGE_CLASS
   value: {{ .Values.tenants.storageClassName | quote }}
+- name: SVC_DECOMMISSION_GRACE
+  value: {{ .Values.tenants.decommissionGrace | quote }}
+- name: SVC_TENANT_RETENTION
+  value: {{ .Values.tenants.retention | quote }}
 {{- if .Values.outbound.caBundle }}
 - name: SVC_OUTBOUND_CA_FILE
   value: /etc/svc/outbound-ca/ca.pem

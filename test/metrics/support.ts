@@ -23,6 +23,18 @@ export interface Scrape {
 const LINE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/;
 const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
 
+/**
+ * A sample's value as Prometheus reads it: a Go float, so `NaN` and `±Inf` in any case (prom-client
+ * writes `Nan`, e.g. an event-loop lag mean before its first sample).
+ */
+function sampleValue(text: string): number | undefined {
+  if (/^nan$/i.test(text)) return Number.NaN;
+  const infinite = /^([+-]?)inf$/i.exec(text);
+  if (infinite) return infinite[1] === '-' ? -Infinity : Infinity;
+  const value = Number(text);
+  return text.trim() === '' || Number.isNaN(value) ? undefined : value;
+}
+
 /** The text exposition format 0.0.4, strictly: a line that is not a sample or comment fails. */
 export function parseExposition(text: string): Scrape {
   const samples: Sample[] = [];
@@ -40,8 +52,8 @@ export function parseExposition(text: string): Scrape {
     for (const [, key, value] of (match[2] ?? '').matchAll(LABEL)) {
       labels[key ?? ''] = (value ?? '').replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
     }
-    const value = Number(match[3]);
-    assert.ok(!Number.isNaN(value) || match[3] === 'NaN', `not a value: ${line}`);
+    const value = sampleValue(match[3] ?? '');
+    assert.ok(value !== undefined, `not a value: ${line}`);
     samples.push({ name: match[1] ?? '', labels, value });
   }
   const matching = (name: string, labels: Record<string, string>) =>

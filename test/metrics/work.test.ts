@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { Writable } from 'node:stream';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { composeCore, composeServices } from '../../src/app/compose.ts';
@@ -33,10 +34,24 @@ const held: JobRun[] = [];
 /** Runs of `metrics_ok` (a refused job would count as a success without one). */
 const done: JobRun[] = [];
 
+/**
+ * What the process logged at warn or above (the queue reports each failed attempt there), so
+ * an assertion on error counts can say which attempt failed and why.
+ */
+const logged: string[] = [];
+const warnings = new Writable({
+  write(chunk, _encoding, done) {
+    logged.push(String(chunk).trim());
+    done();
+  },
+});
+const why = () => `the process logged:\n${logged.join('\n') || '(nothing)'}`;
+
 before(async () => {
   db = await createTestDatabase();
   tenant = await createTenant(db.pools.app);
   api = await startTestApi(db, {
+    logger: createLogger('warn', warnings),
     workers: {
       jobs: {
         metrics_ok: async (run) => {
@@ -96,7 +111,7 @@ test('issue 15 metrics: a job run through the worker runtime counts one successf
       queued(s, 'metrics_ok', 'locked') === 0,
   );
   assert.equal(runs(after, 'metrics_ok', 'success') - runs(before, 'metrics_ok', 'success'), 1);
-  assert.equal(runs(after, 'metrics_ok', 'error'), 0);
+  assert.equal(runs(after, 'metrics_ok', 'error'), 0, why());
   assert.equal(done.length, 1);
   // The attempt's time lands in a bucket: the +Inf bucket holds every attempt.
   assert.equal(
@@ -120,7 +135,11 @@ test('issue 15 metrics: a job on its last attempt counts one error and one perma
       s.value('svc_jobs_failed_total', { task: 'metrics_fail' }) > 0 &&
       queued(s, 'metrics_fail', 'locked') === 0,
   );
-  assert.equal(runs(after, 'metrics_fail', 'error') - runs(before, 'metrics_fail', 'error'), 1);
+  assert.equal(
+    runs(after, 'metrics_fail', 'error') - runs(before, 'metrics_fail', 'error'),
+    1,
+    why(),
+  );
   assert.equal(runs(after, 'metrics_fail', 'success'), 0);
   assert.equal(after.value('svc_jobs_failed_total', { task: 'metrics_fail' }), 1);
   assert.equal(

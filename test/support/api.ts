@@ -22,7 +22,7 @@ import type { AppDatabase } from '../../src/db/pools.ts';
 import type { EventHub } from '../../src/domains/events/index.ts';
 import type { CredentialWatch } from '../../src/domains/sessions/credential-watch.ts';
 import { setPassword } from '../../src/domains/users/user-repository.ts';
-import { createLogger } from '../../src/log/index.ts';
+import { createLogger, type Logger } from '../../src/log/index.ts';
 import type { MetricsRegistry } from '../../src/metrics/registry.ts';
 import type { OutboundPolicy } from '../../src/net/outbound-url.ts';
 import type { TenancyDeps } from '../../src/orchestrator/context.ts';
@@ -90,6 +90,8 @@ export interface TestApiOptions {
   workers?: WorkersInput;
   /** Run the projector over the same core and event hub (the read models follow the events). */
   projector?: boolean;
+  /** The process's logger; default silent. */
+  logger?: Logger;
 }
 
 /** Counts scopes (withTenant/withoutTenant/withScope) without changing them: the database stays real. */
@@ -140,7 +142,7 @@ export async function startTestApi(
   const { db, count } = counting(database.app);
   const core = await composeCore({
     config,
-    logger: createLogger('silent'),
+    logger: options.logger ?? createLogger('silent'),
     target: database.target,
     db,
     now: clock.now,

@@ -246,36 +246,37 @@ function suspensionBody(reason: string | undefined): { reason?: string } {
   return body;
 }
 
-export async function suspend(ref: string, opts: WaitOptions & { reason?: string }): Promise<void> {
+/** What `suspend` and `resume` print, and the lifecycle step `--wait` follows to. */
+const SUSPENSION = {
+  suspend: {
+    said: (slug: string) =>
+      `${slug} is suspended; its adapter and customers are refused and svc scales its workloads to zero`,
+    goal: dataPlaneSuspended,
+  },
+  resume: {
+    said: (slug: string) => `${slug} is active again; svc gives its workloads their replicas back`,
+    goal: dataPlaneResumed,
+  },
+} as const;
+
+async function suspension(
+  action: keyof typeof SUSPENSION,
+  ref: string,
+  opts: WaitOptions & { reason?: string },
+): Promise<void> {
   checkRef(ref);
   const body = suspensionBody(opts.reason);
   const limit = opts.wait ? waitLimit(opts.timeout) : undefined;
   await withSession(async (s) => {
     const id = await resolve(s, ref);
     const baseline = limit && (await lifecycleIds(s, id));
-    const res = expectStatus(await s.svc.mssp.suspend({ params: { tenant_id: id }, body }), 200);
-    print(
-      opts.json
-        ? res
-        : `${res.tenant.slug} is suspended; its adapter and customers are refused and svc scales its workloads to zero`,
-    );
-    if (limit) await follow(s, id, dataPlaneSuspended, limit, baseline);
+    const res = expectStatus(await s.svc.mssp[action]({ params: { tenant_id: id }, body }), 200);
+    print(opts.json ? res : SUSPENSION[action].said(res.tenant.slug));
+    if (limit) await follow(s, id, SUSPENSION[action].goal, limit, baseline);
   });
 }
 
-export async function resume(ref: string, opts: WaitOptions & { reason?: string }): Promise<void> {
-  checkRef(ref);
-  const body = suspensionBody(opts.reason);
-  const limit = opts.wait ? waitLimit(opts.timeout) : undefined;
-  await withSession(async (s) => {
-    const id = await resolve(s, ref);
-    const baseline = limit && (await lifecycleIds(s, id));
-    const res = expectStatus(await s.svc.mssp.resume({ params: { tenant_id: id }, body }), 200);
-    print(
-      opts.json
-        ? res
-        : `${res.tenant.slug} is active again; svc gives its workloads their replicas back`,
-    );
-    if (limit) await follow(s, id, dataPlaneResumed, limit, baseline);
-  });
-}
+export const suspend = (ref: string, opts: WaitOptions & { reason?: string }) =>
+  suspension('suspend', ref, opts);
+export const resume = (ref: string, opts: WaitOptions & { reason?: string }) =>
+  suspension('resume', ref, opts);

@@ -9,6 +9,7 @@ import {
 import { generatePassword } from '../auth/passwords.ts';
 import type { Config } from '../config/index.ts';
 import type { UserService } from '../domains/users/user-service.ts';
+import { deferContinue } from '../http/body-limit.ts';
 import type { Logger } from '../log/index.ts';
 import { listenMetrics, type MetricsListener } from '../metrics/server.ts';
 import { stopSignal } from './stop-signal.ts';
@@ -80,9 +81,9 @@ async function listenUntilSignal(
       'no SVC_MSSP_HOSTNAME or SVC_CUSTOMER_HOSTNAME: every state-changing request will be refused (CSRF)',
     );
   }
-  const server = listen(
-    { fetch: api.app.fetch, hostname: config.host, port: config.port },
-    (info) => {
+  // deferContinue: a body over the limit is refused without inviting it first (body-limit.ts).
+  const server = deferContinue(
+    listen({ fetch: api.app.fetch, hostname: config.host, port: config.port }, (info) => {
       logger.info(
         {
           url: `http://${config.host}:${info.port}`,
@@ -92,7 +93,7 @@ async function listenUntilSignal(
         },
         'svc listening',
       );
-    },
+    }),
   );
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -1,3 +1,6 @@
+import type { EventEmitter } from 'node:events';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
 import type { MiddlewareHandler } from 'hono';
 import { ProblemError } from './problem.ts';
@@ -9,9 +12,101 @@ const CARRIES_BODY = new Set(['POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 export const MAX_BODY_BYTES = 1024 * 1024;
 
 /**
- * The client may still be sending when it is refused: `Connection: close` makes Node end the
- * connection once the answer is flushed, so the rest of the body is never read, let alone kept.
+ * After a 413, svc reads and discards at most this much more of the refused body (not kept:
+ * each chunk is dropped as it arrives), so a client that sends its whole upload before it
+ * looks at the answer still reads the 413 instead of a reset (issue 27 item 4).
  */
+export const DRAIN_MAX_BYTES = 16 * 1024 * 1024;
+
+/** …and for at most this long from the refusal, so a slow sender cannot hold the socket. */
+export const DRAIN_MAX_MS = 10_000;
+
+/** Sockets that answered a 413: nothing more is served on them (a pipelined request). */
+const refusedSockets = new WeakSet<Socket>();
+
+/** `Expect: 100-continue` requests whose 100 limitBody sends, once it starts reading. */
+const awaitingContinue = new WeakSet<IncomingMessage>();
+
+/**
+ * Lets limitBody answer `Expect: 100-continue` itself: Node would send 100 Continue before the
+ * app sees the request, inviting the very body a declared Content-Length already refuses. With
+ * this, the 100 is sent only when the body is to be read, and a refused one gets just its 413.
+ */
+export function deferContinue<S extends EventEmitter>(server: S): S {
+  server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    awaitingContinue.add(req);
+    server.emit('request', req, res);
+  });
+  return server;
+}
+
+/**
+ * A lingering close after a 413 (as Apache and nginx do). Closing at once while the client is
+ * still sending makes the kernel answer the unread bytes with a reset, which destroys the 413
+ * before the client reads it and fails its write with EPIPE/ECONNRESET. Instead: the answer goes
+ * out with `Connection: close`, the write side is half-closed after it (Node calls
+ * `socket.destroySoon()` for that; this socket's is replaced), and the rest of the body is read
+ * and dropped until it ends, the peer goes, or DRAIN_MAX_BYTES / DRAIN_MAX_MS pass; then the
+ * socket is destroyed. Nothing is buffered, and nothing after the body is served (the
+ * connection is never reused: a pipelined request is dropped by limitBody).
+ */
+function drainThenClose(incoming: IncomingMessage): void {
+  const socket = incoming.socket;
+  if (refusedSockets.has(socket)) return;
+  refusedSockets.add(socket);
+  let dropped = 0;
+  let responded = false;
+  let finished = false;
+  const close = () => {
+    clearTimeout(timer);
+    incoming.off('data', onData);
+    incoming.off('end', onDone);
+    incoming.off('close', onDone);
+    if (socket.writable) socket.end();
+    if (socket.writableFinished) socket.destroy();
+    else socket.once('finish', () => socket.destroy());
+  };
+  // Body read to its end, peer gone, or a bound passed: close once the 413 is out.
+  const onDone = () => {
+    if (finished) return;
+    finished = true;
+    incoming.pause();
+    if (responded) close();
+  };
+  const onData = (chunk: Buffer) => {
+    dropped += chunk.length;
+    if (dropped > DRAIN_MAX_BYTES) onDone();
+  };
+  // Past the time bound the drain stops; and an answer not out by then is not coming.
+  const timer = setTimeout(() => (responded ? onDone() : socket.destroy()), DRAIN_MAX_MS);
+  timer.unref();
+  socket.once('close', () => clearTimeout(timer));
+  // Called by Node once the 413 is written (the response said `Connection: close`).
+  socket.destroySoon = () => {
+    if (responded) return;
+    responded = true;
+    if (finished) close();
+    else if (socket.writable) socket.end();
+  };
+  if (incoming.readableEnded || incoming.destroyed) {
+    finished = true;
+    return;
+  }
+  incoming.on('data', onData);
+  incoming.on('end', onDone);
+  incoming.on('close', onDone);
+  incoming.resume();
+}
+
+/**
+ * The client may still be sending when it is refused: the answer carries `Connection: close`,
+ * and on Node the rest of the body is drained within bounds (drainThenClose), never kept.
+ */
+function refuse(max: number, incoming: IncomingMessage | undefined): ProblemError {
+  if (incoming) drainThenClose(incoming);
+  return tooLarge(max);
+}
+
 function tooLarge(max: number): ProblemError {
   return new ProblemError(
     413,
@@ -113,20 +208,29 @@ export function limitBody(
   const byRoute = new Map(larger.map((l) => [`${l.method} ${l.path}`, l.max]));
   return async (c, next) => {
     const max = byRoute.get(`${c.req.method} ${c.req.path}`) ?? defaultMax;
+    const node = c.env as { incoming?: IncomingMessage; outgoing?: ServerResponse } | undefined;
+    const incoming = node?.incoming;
+    // Pipelined behind a refused body, on a connection that is closing: never served (and the
+    // answer is never sent, as Node writes no response after a `Connection: close` one).
+    if (incoming && refusedSockets.has(incoming.socket)) {
+      incoming.socket.destroy();
+      return c.body(null, 400);
+    }
     const declared = c.req.header('content-length');
-    if (declared !== undefined && Number(declared) > max) throw tooLarge(max);
-    const incoming = (c.env as { incoming?: Readable } | undefined)?.incoming;
+    if (declared !== undefined && Number(declared) > max) throw refuse(max, incoming);
     let body: Uint8Array | undefined;
     if (incoming) {
       // RFC 9112 §6.3: without Transfer-Encoding or Content-Length a request has no body.
       const none = declared === undefined || Number(declared) === 0;
       if (c.req.header('transfer-encoding') === undefined && none) return next();
+      // The body is wanted now: this is when `Expect: 100-continue` gets its 100 (deferContinue).
+      if (awaitingContinue.delete(incoming)) node?.outgoing?.writeContinue();
       body = await readNode(incoming, max);
     } else {
       if (!c.req.raw.body) return next();
       body = await readWeb(c.req.raw.body, max);
     }
-    if (body === undefined) throw tooLarge(max);
+    if (body === undefined) throw refuse(max, incoming);
     const method = c.req.method;
     // Any other body (GET, HEAD, TRACE …) is read, so it is bounded, and dropped: a fetch
     // Request cannot carry one, and no svc route takes one.

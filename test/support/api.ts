@@ -22,6 +22,7 @@ import type { AppDatabase } from '../../src/db/pools.ts';
 import type { EventHub } from '../../src/domains/events/index.ts';
 import type { CredentialWatch } from '../../src/domains/sessions/credential-watch.ts';
 import { setPassword } from '../../src/domains/users/user-repository.ts';
+import { deferContinue } from '../../src/http/body-limit.ts';
 import { createLogger, type Logger } from '../../src/log/index.ts';
 import type { MetricsRegistry } from '../../src/metrics/registry.ts';
 import type { OutboundPolicy } from '../../src/net/outbound-url.ts';
@@ -167,7 +168,9 @@ export async function startTestApi(
   const projector = options.projector
     ? await composeProjector(core, { events: api.events, run: true, sweepMs: 1000 })
     : undefined;
-  const server = serve({ fetch: api.app.fetch, hostname: '127.0.0.1', port: options.port ?? 0 });
+  const server = deferContinue(
+    serve({ fetch: api.app.fetch, hostname: '127.0.0.1', port: options.port ?? 0 }),
+  );
   await new Promise((resolve) => server.once('listening', resolve));
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;

@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Config, Credential, DatabaseRole } from '../config/index.ts';
+import type { Config, DatabaseCredentials, DatabaseRole } from '../config/index.ts';
 import { migrate } from '../db/migrate.ts';
 import { createAppDatabase } from '../db/pools.ts';
 import { openDatabase } from '../db/runtime.ts';
-import { clientConfig, connectionUrl, type DatabaseTarget } from '../db/target.ts';
+import { clientConfig, connectionUrl, type DatabaseTarget, roleCredential } from '../db/target.ts';
 import { findTenantBySlugOrId } from '../domains/tenants/tenant-repository.ts';
 import type { Logger } from '../log/index.ts';
 
@@ -29,7 +29,7 @@ async function embeddedTarget(dataDir: string): Promise<DatabaseTarget> {
     };
     const credentials = JSON.parse(
       await readFile(path.join(dataDir, 'credentials.json'), 'utf8'),
-    ) as Record<DatabaseRole, Credential>;
+    ) as DatabaseCredentials;
     return { host: '127.0.0.1', port: state.port, database: 'svc', ssl: false, credentials };
   } catch {
     throw new Error(
@@ -52,8 +52,10 @@ export async function runDbUrl(
 }
 
 /**
- * Opens psql as svc_app. With a tenant, `app.current_tenant_id` is set for the whole psql
- * session through libpq's startup options, so every query sees exactly that tenant's rows.
+ * Opens psql as svc_audit: SELECT only, under RLS, and no column that holds a credential
+ * (sql/0026_audit_role.sql, docs/auditing.md). With a tenant, `app.current_tenant_id` is set
+ * for the whole psql session through libpq's startup options, so every query sees exactly that
+ * tenant's rows. svc_app only resolves the slug; the session never holds its credentials.
  */
 export async function runPsql(
   config: Config,
@@ -63,6 +65,7 @@ export async function runPsql(
 ): Promise<number> {
   const runtime = await openDatabase(config, logger);
   try {
+    const { user, password } = roleCredential(runtime.target, 'audit');
     let tenantId: string | undefined;
     if (tenant !== undefined) {
       const db = createAppDatabase(runtime.target, 1);
@@ -74,7 +77,6 @@ export async function runPsql(
       if (!tenantId) throw new Error(`no tenant with slug or id ${JSON.stringify(tenant)}`);
     }
     const { host, port, database } = runtime.target;
-    const { user, password } = runtime.target.credentials.app;
     const env: NodeJS.ProcessEnv = {
       ...process.env,
       PGHOST: host,

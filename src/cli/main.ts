@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import { ConfigError, loadConfig } from '../config/index.ts';
+import { ConfigError, type DatabaseRole, loadConfig } from '../config/index.ts';
 import { createLogger } from '../log/index.ts';
 import { registerAuditCommands } from './audit.ts';
 import { registerProjectionCommands } from './projections.ts';
@@ -88,14 +88,17 @@ program
 
 const db = program.command('db').description('Database connection helpers');
 db.command('url')
-  .description('Print the connection URL of one of the three database roles')
+  .description('Print the connection URL of one of the database roles')
   .addOption(
-    new Option('--role <role>', 'admin (svc_admin), app (svc_app) or mssp (svc_mssp)')
-      .choices(['admin', 'app', 'mssp'])
+    new Option(
+      '--role <role>',
+      'admin (svc_admin), app (svc_app), mssp (svc_mssp) or audit (svc_audit, read-only)',
+    )
+      .choices(['admin', 'app', 'mssp', 'audit'])
       .default('app'),
   )
   .option('--show-password', 'print the password instead of REDACTED', false)
-  .action(async (options: { role: 'admin' | 'app' | 'mssp'; showPassword: boolean }) => {
+  .action(async (options: { role: DatabaseRole; showPassword: boolean }) => {
     const config = configOrExit();
     const { runDbUrl } = await import('../app/database-commands.ts');
     await runDbUrl(config, createLogger('silent'), options.role, options.showPassword);
@@ -104,7 +107,7 @@ db.command('url')
 program
   .command('psql')
   .description(
-    'Open psql as svc_app; with --tenant, app.current_tenant_id is set so RLS shows that tenant only',
+    'Open psql as the read-only svc_audit; with --tenant, app.current_tenant_id is set so RLS shows that tenant only',
   )
   .option('--tenant <slug-or-uuid>', 'the tenant whose rows the session may see')
   .argument('[psql-args...]', 'passed to psql after --, e.g. -- -c "SELECT count(*) FROM events"')

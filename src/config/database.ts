@@ -3,7 +3,16 @@ import path from 'node:path';
 import Type from 'typebox';
 import { ConfigError, type Env, hostname, port, settingReader } from './env.ts';
 
-export type DatabaseRole = 'admin' | 'app' | 'mssp';
+export type DatabaseRole = 'admin' | 'app' | 'mssp' | 'audit';
+
+/** The three roles of spec §5.7: every svc process needs all three. */
+export type ServiceRole = Exclude<DatabaseRole, 'audit'>;
+
+/**
+ * The credentials svc knows. `audit` (svc_audit, the read-only role of `svc psql`,
+ * docs/auditing.md) is optional: svc itself never logs in as it, only the audit session does.
+ */
+export type DatabaseCredentials = Record<ServiceRole, Credential> & { audit?: Credential };
 
 export interface Credential {
   user: string;
@@ -18,7 +27,7 @@ export type DatabaseConfig =
       port: number;
       database: string;
       /** Present when the six credentials were supplied (env vars or a directory of files). */
-      credentials: Record<DatabaseRole, Credential> | undefined;
+      credentials: DatabaseCredentials | undefined;
       /** Superuser URL that creates the roles and the database when they are missing. */
       bootstrapUrl: string | undefined;
       ssl: boolean;
@@ -52,13 +61,18 @@ export const DATABASE_SETTINGS = {
   SVC_DATABASE_APP_PASSWORD: password,
   SVC_DATABASE_MSSP_USER: roleName,
   SVC_DATABASE_MSSP_PASSWORD: password,
+  SVC_DATABASE_AUDIT_USER: roleName,
+  SVC_DATABASE_AUDIT_PASSWORD: password,
 } as const;
 
 const read = settingReader(DATABASE_SETTINGS);
-const ROLES: readonly DatabaseRole[] = ['admin', 'app', 'mssp'];
+const ROLES: readonly ServiceRole[] = ['admin', 'app', 'mssp'];
 
 /** The six keys of the `database.external.existingSecret` Secret (spec §2.9). */
 export const CREDENTIAL_KEYS = ROLES.flatMap((r) => [`${r}_user`, `${r}_password`]);
+
+/** The audit role's pair: optional, but both or neither (docs/auditing.md). */
+export const AUDIT_CREDENTIAL_KEYS = ['audit_user', 'audit_password'] as const;
 
 /** One credential key from its env var, else from the file of that name in `dir`. */
 function credentialValue(env: Env, dir: string | undefined, key: string): string | undefined {
@@ -73,8 +87,21 @@ function credentialValue(env: Env, dir: string | undefined, key: string): string
   }
 }
 
+/** The audit pair, when given; one without the other is a mistake worth stopping for. */
+function readAuditCredential(env: Env, dir: string | undefined): Credential | undefined {
+  const [user, password] = AUDIT_CREDENTIAL_KEYS.map((k) => credentialValue(env, dir, k));
+  if (user === undefined && password === undefined) return undefined;
+  if (user === undefined || password === undefined) {
+    const missing = user === undefined ? 'audit_user' : 'audit_password';
+    throw new ConfigError(
+      `SVC_DATABASE_${missing.toUpperCase()}: expected a value (env var or file ${missing} in SVC_DATABASE_CREDENTIALS_DIR); the audit role's user and password go together`,
+    );
+  }
+  return { user, password };
+}
+
 /** All six credentials or none: a partial set is a mistake worth stopping for. */
-function readCredentials(env: Env): Record<DatabaseRole, Credential> | undefined {
+function readCredentials(env: Env): DatabaseCredentials | undefined {
   const dir = read(env, 'SVC_DATABASE_CREDENTIALS_DIR');
   const values = new Map(CREDENTIAL_KEYS.map((k) => [k, credentialValue(env, dir, k)] as const));
   if ([...values.values()].every((v) => v === undefined)) {
@@ -93,7 +120,13 @@ function readCredentials(env: Env): Record<DatabaseRole, Credential> | undefined
     user: values.get(`${role}_user`) ?? '',
     password: values.get(`${role}_password`) ?? '',
   });
-  return { admin: credential('admin'), app: credential('app'), mssp: credential('mssp') };
+  const audit = readAuditCredential(env, dir);
+  return {
+    admin: credential('admin'),
+    app: credential('app'),
+    mssp: credential('mssp'),
+    ...(audit ? { audit } : {}),
+  };
 }
 
 function parseBootstrapUrl(bootstrapUrl: string | undefined): URL | undefined {

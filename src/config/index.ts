@@ -18,10 +18,13 @@ import { readWorker, WORKER_SETTINGS, type WorkerConfig } from './worker.ts';
 
 export type { AuthConfig, AuthMode } from './auth.ts';
 export {
+  AUDIT_CREDENTIAL_KEYS,
   CREDENTIAL_KEYS,
   type Credential,
   type DatabaseConfig,
+  type DatabaseCredentials,
   type DatabaseRole,
+  type ServiceRole,
 } from './database.ts';
 export { ConfigError, durationMs } from './env.ts';
 export type { IngestConfig } from './ingest.ts';

@@ -1,17 +1,28 @@
 import type { ClientConfig } from 'pg';
-import type { Credential, DatabaseRole } from '../config/index.ts';
+import type { Credential, DatabaseCredentials, DatabaseRole } from '../config/index.ts';
 
-/** Where the database is and how each of the three roles logs in. */
+/** Where the database is and how each role logs in (svc_audit only when configured). */
 export interface DatabaseTarget {
   host: string;
   port: number;
   database: string;
   ssl: boolean;
-  credentials: Record<DatabaseRole, Credential>;
+  credentials: DatabaseCredentials;
+}
+
+/** The role's credential; svc_audit's may be absent on an external database. */
+export function roleCredential(target: DatabaseTarget, role: DatabaseRole): Credential {
+  const credential = target.credentials[role];
+  if (credential === undefined) {
+    throw new Error(
+      'no credentials for svc_audit: set SVC_DATABASE_AUDIT_USER and SVC_DATABASE_AUDIT_PASSWORD (or files audit_user and audit_password in SVC_DATABASE_CREDENTIALS_DIR); see docs/auditing.md',
+    );
+  }
+  return credential;
 }
 
 export function clientConfig(target: DatabaseTarget, role: DatabaseRole): ClientConfig {
-  const { user, password } = target.credentials[role];
+  const { user, password } = roleCredential(target, role);
   return {
     host: target.host,
     port: target.port,
@@ -29,7 +40,7 @@ export function connectionUrl(
   role: DatabaseRole,
   showPassword: boolean,
 ): string {
-  const { user, password } = target.credentials[role];
+  const { user, password } = roleCredential(target, role);
   const url = new URL('postgresql://placeholder');
   url.hostname = target.host;
   url.port = String(target.port);

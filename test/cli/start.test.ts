@@ -109,6 +109,10 @@ test('npm start serves /healthz on an embedded database; a second start reuses t
 
   const redacted = await svc('db', 'url', '--role', 'app');
   assert.match(redacted, /^postgresql:\/\/svc_app:REDACTED@127\.0\.0\.1:\d+\/svc$/);
+  assert.match(
+    await svc('db', 'url', '--role', 'audit'),
+    /^postgresql:\/\/svc_audit:REDACTED@127\.0\.0\.1:\d+\/svc$/,
+  );
   const url = await svc('db', 'url', '--role', 'app', '--show-password');
   const client = new pg.Client({ connectionString: url });
   await client.connect();
@@ -181,11 +185,34 @@ test('npm start serves /healthz on an embedded database; a second start reuses t
         'keepme',
         '--',
         '-Atc',
-        "SELECT current_setting('app.current_tenant_id') = (SELECT id::text FROM tenants WHERE slug = 'keepme'), current_user",
+        "SELECT slug, current_setting('app.current_tenant_id') = id::text, current_user FROM audit_current_tenant",
       ],
       { cwd: ROOT, env },
     );
-    assert.equal(stdout.trim(), 't|svc_app');
+    assert.equal(stdout.trim(), 'keepme|t|svc_audit');
+    // Issue 27 item 1: the audit session is read-only by grant and holds no credential, even
+    // when it switches the read-only default off.
+    // Each -c is its own transaction, so the second runs with the read-only default off.
+    const readWrite = ['-c', 'SET default_transaction_read_only = off', '-c'];
+    for (const statement of [
+      ['-c', 'SELECT password_hash FROM password_credentials'],
+      ['-c', 'SELECT secret_hash FROM sessions'],
+      [...readWrite, "UPDATE tenants SET display_name = 'x'"],
+      [
+        ...readWrite,
+        "INSERT INTO audit_log (actor_principal, actor_id, action, resource_type) VALUES ('System', 'system:x', 'x.y', 'x')",
+      ],
+    ]) {
+      const psql = ['psql', '--tenant', 'keepme', '--', '-v', 'ON_ERROR_STOP=1', ...statement];
+      const refused = await run('npm', ['run', '--silent', 'svc', '--', ...psql], {
+        cwd: ROOT,
+        env,
+      }).then(
+        () => assert.fail(`svc psql ran: ${statement.at(-1)}`),
+        (error: { stderr: string }) => error.stderr,
+      );
+      assert.match(refused, /permission denied for table/, statement.at(-1));
+    }
     const migrated = await svc('migrate');
     assert.match(migrated, /migrations applied: none \(up to date\)/);
   } finally {

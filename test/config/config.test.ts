@@ -103,6 +103,41 @@ test('§2.9 an incomplete credential set names the first missing one', () => {
   );
 });
 
+test('issue 27.1 the audit role credential is optional, from env vars or the Secret directory, user and password together', async () => {
+  const without = loadConfig({ SVC_DATABASE_HOST: 'db', ...SIX }).database;
+  assert.equal(without.kind === 'external' && without.credentials?.audit, undefined);
+  const withEnv = loadConfig({
+    SVC_DATABASE_HOST: 'db',
+    ...SIX,
+    SVC_DATABASE_AUDIT_USER: 'svc_audit',
+    SVC_DATABASE_AUDIT_PASSWORD: 'd',
+  }).database;
+  assert.deepEqual(withEnv.kind === 'external' && withEnv.credentials?.audit, {
+    user: 'svc_audit',
+    password: 'd',
+  });
+  const dir = await mkdtemp(path.join(tmpdir(), 'svc-secret-'));
+  try {
+    await writeFile(path.join(dir, 'audit_user'), 'svc_audit\n');
+    await writeFile(path.join(dir, 'audit_password'), 'e\n');
+    const fromDir = loadConfig({
+      SVC_DATABASE_HOST: 'db',
+      ...SIX,
+      SVC_DATABASE_CREDENTIALS_DIR: dir,
+    }).database;
+    assert.deepEqual(fromDir.kind === 'external' && fromDir.credentials?.audit, {
+      user: 'svc_audit',
+      password: 'e',
+    });
+  } finally {
+    await rm(dir, { recursive: true });
+  }
+  assert.throws(
+    () => loadConfig({ SVC_DATABASE_HOST: 'db', ...SIX, SVC_DATABASE_AUDIT_USER: 'svc_audit' }),
+    /^ConfigError: SVC_DATABASE_AUDIT_PASSWORD: expected a value .*go together$/,
+  );
+});
+
 test('a bootstrap superuser URL alone is enough: host and port come from it', () => {
   const config = loadConfig({
     SVC_DATABASE_BOOTSTRAP_URL: 'postgres://postgres:pw@pg.local:6543/postgres',

@@ -62,10 +62,13 @@ test('§5.7.1 every tenant table has policy tenant_isolation (audit_log: audit_r
     // login_lookup (SELECT of the one user named by app.login_email, for sign-in), and the
     // retention purge's two (issue 15, sql/0024): TO svc_admin only and only while the session
     // user is svc_mssp, which happens only inside a SECURITY DEFINER function owned by
-    // svc_admin — audit_purge_batch alone (the next test keeps it alone).
+    // svc_admin — audit_purge_batch alone (the next test keeps it alone). users.audit_tenant_only
+    // is RESTRICTIVE (it narrows svc_audit to the tenant's users, sql/0026; checked in
+    // test/db/audit-role.test.ts), so it cannot widen anything.
     const allowed = new Set([
       'audit_log.audit_write',
       'users.login_lookup',
+      'users.audit_tenant_only',
       'audit_log.audit_purge_read',
       'audit_log.audit_purge',
     ]);

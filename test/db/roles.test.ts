@@ -44,6 +44,14 @@ test('§5.7 roles have exactly the attributes of the spec', async () => {
       rolcanlogin: true,
       rolcreaterole: false,
     },
+    // Not in §5.7: the read-only role of `svc psql` (issue 27, docs/auditing.md).
+    {
+      rolname: 'svc_audit',
+      rolsuper: false,
+      rolbypassrls: false,
+      rolcanlogin: true,
+      rolcreaterole: false,
+    },
     {
       rolname: 'svc_mssp',
       rolsuper: false,

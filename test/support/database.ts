@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import type { DatabaseRole } from '../../src/config/index.ts';
+import type { ServiceRole } from '../../src/config/index.ts';
 import { type AppDatabase, createAppDatabase } from '../../src/db/pools.ts';
 import { clientConfig, type DatabaseTarget } from '../../src/db/target.ts';
 
@@ -27,7 +27,7 @@ export interface TestDatabase {
   target: DatabaseTarget;
   app: AppDatabase;
   /** Raw pools per role, for probing what each role can do with plain SQL. */
-  pools: Record<DatabaseRole, pg.Pool>;
+  pools: Record<ServiceRole, pg.Pool>;
   superuser: pg.ClientConfig;
   drop(): Promise<void>;
 }
@@ -43,6 +43,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
     await admin.query(`CREATE DATABASE ${name} TEMPLATE ${server.template} OWNER svc_admin`);
     await admin.query(`REVOKE ALL ON DATABASE ${name} FROM PUBLIC`);
     await admin.query(`GRANT CONNECT, TEMPORARY ON DATABASE ${name} TO svc_app, svc_mssp`);
+    await admin.query(`GRANT CONNECT ON DATABASE ${name} TO svc_audit`);
   } finally {
     await admin.end();
   }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,6 +9,7 @@ import { bootstrapDatabase } from '../../src/db/bootstrap.ts';
 import { loadOrCreateCredentials } from '../../src/db/credentials.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { clientConfig } from '../../src/db/target.ts';
+import { insertAuditGrant } from '../../src/domains/audit/audit-grant-repository.ts';
 import {
   createEmptyDatabase,
   createTestDatabase,
@@ -25,12 +26,28 @@ let tenantA: string;
 let tenantB: string;
 const pools: pg.Pool[] = [];
 
-/** A connection as svc_audit with the tenant context in its startup options, like PGOPTIONS. */
-function auditPool(tenantId?: string): pg.Pool {
+/** Mints an audit grant for a tenant the way `svc psql --tenant` does; returns its secret. */
+async function mintGrant(tenantId: string, ttlSeconds = 600): Promise<string> {
+  const secret = randomBytes(32).toString('base64url');
+  const secretHash = createHash('sha256').update(secret).digest('hex');
+  await db.app.withoutTenant((tx) => insertAuditGrant(tx, { secretHash, tenantId, ttlSeconds }));
+  return secret;
+}
+
+/**
+ * A connection as svc_audit with the tenant context (and, unless told otherwise, a grant for
+ * that tenant) in its startup options, like `svc psql --tenant` puts them in PGOPTIONS.
+ */
+async function auditPool(tenantId?: string, grant?: string | null): Promise<pg.Pool> {
+  const secret = grant === undefined && tenantId ? await mintGrant(tenantId) : grant;
+  const options = [
+    ...(tenantId ? [`-c app.current_tenant_id=${tenantId}`] : []),
+    ...(secret ? [`-c app.audit_grant=${secret}`] : []),
+  ].join(' ');
   const pool = new pg.Pool({
     ...clientConfig(db.target, 'audit'),
     max: 1,
-    ...(tenantId ? { options: `-c app.current_tenant_id=${tenantId}` } : {}),
+    ...(options ? { options } : {}),
   });
   pool.on('error', () => undefined);
   pools.push(pool);
@@ -156,7 +173,7 @@ test('issue 27.1 svc_audit: LOGIN, NOBYPASSRLS, no superuser or role-making, rea
       owned: 0,
     },
   ]);
-  const session = auditPool(tenantA);
+  const session = await auditPool(tenantA);
   const { rows: who } = await session.query(
     `SELECT current_user AS role, current_setting('transaction_read_only') AS read_only`,
   );
@@ -214,7 +231,7 @@ test('issue 27.1 the name check bites: a secret column granted to svc_audit fail
 });
 
 test('issue 27.1 svc_audit reading a credential column: permission denied', async () => {
-  const session = auditPool(tenantA);
+  const session = await auditPool(tenantA);
   for (const sql of [
     'SELECT password_hash FROM password_credentials',
     'SELECT user_id FROM password_credentials',
@@ -238,8 +255,13 @@ test('issue 27.1 svc_audit cannot call the session functions, the purge or any S
         AND has_schema_privilege('svc_audit', n.oid, 'USAGE')
         AND has_function_privilege('svc_audit', p.oid, 'EXECUTE')`,
   );
-  assert.deepEqual(rows, [], 'SECURITY DEFINER functions svc_audit may call');
-  const session = auditPool(tenantA);
+  // The one it may call names the tenant of its own grant (sql/0028) and reads nothing else.
+  assert.deepEqual(
+    rows.map((r) => r.fn),
+    ['audit_granted_tenant()'],
+    'SECURITY DEFINER functions svc_audit may call',
+  );
+  const session = await auditPool(tenantA);
   for (const sql of [
     `SELECT * FROM svc_session_check(repeat('0', 64), now(), 60000, 1000)`,
     `SELECT svc_session_assert(repeat('0', 64), now(), 60000, 1000, gen_random_uuid(), 'analyst', NULL, false)`,
@@ -259,7 +281,7 @@ test('issue 27.1 svc_audit with tenant A set sees A rows only; with B, B only; w
     [tenantB, [tenantB]],
     [undefined, []],
   ] as const) {
-    const session = auditPool(context);
+    const session = await auditPool(context);
     for (const relation of relations) {
       const columns = await columnsOf(relation);
       // The one relation keyed by the tenant's own id; every other must carry tenant_id, or it
@@ -277,13 +299,62 @@ test('issue 27.1 svc_audit with tenant A set sees A rows only; with B, B only; w
     }
   }
   // Every tenant table has a fixture row, so "A only" above was measured on real rows.
-  const session = auditPool(tenantA);
+  const session = await auditPool(tenantA);
   const { rows } = await session.query<{ n: number }>('SELECT count(*)::int AS n FROM events');
   assert.ok((rows[0]?.n ?? 0) > 0);
 });
 
+test('issue 27.1 an auditor of tenant A who switches the tenant context to B reads nothing of B', async () => {
+  const relations = [...new Set((await readableColumns()).map((c) => c.relation))];
+  const keyOf = (relation: string) =>
+    relation === 'public.audit_current_tenant' ? 'id' : 'tenant_id';
+  const tenantsSeen = async (session: pg.Pool | pg.PoolClient) => {
+    const seen = new Set<string>();
+    for (const relation of relations) {
+      const { rows } = await session.query<{ t: string }>(
+        `SELECT DISTINCT ${keyOf(relation)}::text AS t FROM ${relation}`,
+      );
+      for (const row of rows) seen.add(row.t);
+    }
+    return [...seen];
+  };
+  // Inside `svc psql --tenant A`: the context is a plain setting the session may change.
+  const session = await auditPool(tenantA);
+  const client = await session.connect();
+  try {
+    assert.deepEqual(await tenantsSeen(client), [tenantA]);
+    await client.query(`SELECT set_config('app.current_tenant_id', $1, false)`, [tenantB]);
+    assert.deepEqual(await tenantsSeen(client), [], 'A grant, B context');
+    // Guessing at the grant: a made-up secret, or an empty one.
+    await client.query(`SET app.audit_grant = 'forged'`);
+    assert.deepEqual(await tenantsSeen(client), []);
+    await client.query(`SET app.audit_grant = ''`);
+    assert.deepEqual(await tenantsSeen(client), []);
+  } finally {
+    client.release();
+  }
+  // The context alone, with no grant (e.g. `svc db url --role audit` plus a tenant id).
+  assert.deepEqual(await tenantsSeen(await auditPool(tenantA, null)), []);
+  // A's grant presented with B's context from the start.
+  const secretA = await mintGrant(tenantA);
+  assert.deepEqual(await tenantsSeen(await auditPool(tenantB, secretA)), []);
+  // An expired grant: created already past its end by moving the clock back, so nothing waits.
+  const expired = await mintGrant(tenantA);
+  await db.pools.admin.query(
+    `UPDATE audit_grants SET created_at = now() - interval '2 days', expires_at = now() - interval '1 day'
+      WHERE secret_hash = $1`,
+    [createHash('sha256').update(expired).digest('hex')],
+  );
+  assert.deepEqual(await tenantsSeen(await auditPool(tenantA, expired)), []);
+  // And the grant table itself is out of reach.
+  assert.equal(
+    await outcome(await auditPool(tenantA), 'SELECT secret_hash FROM audit_grants'),
+    PERMISSION_DENIED,
+  );
+});
+
 test('issue 27.1 svc_audit sees no MSSP staff, not even through the login lookup', async () => {
-  const session = auditPool(tenantA);
+  const session = await auditPool(tenantA);
   const client = await session.connect();
   try {
     await client.query(`SET app.login_email = 'root@mssp.test'`);
@@ -324,7 +395,7 @@ test('issue 27.1 svc_audit writes nothing anywhere, by grant: even after switchi
   );
   assert.deepEqual(granted, [], 'write privileges held by svc_audit');
 
-  const session = auditPool(tenantA);
+  const session = await auditPool(tenantA);
   const client = await session.connect();
   try {
     await client.query('SET default_transaction_read_only = off');

@@ -64,8 +64,20 @@ test('§5.7.1 every tenant table has policy tenant_isolation (audit_log: audit_r
     // user is svc_mssp, which happens only inside a SECURITY DEFINER function owned by
     // svc_admin — audit_purge_batch alone (the next test keeps it alone). users.audit_tenant_only
     // is RESTRICTIVE (it narrows svc_audit to the tenant's users, sql/0026; checked in
-    // test/db/audit-role.test.ts), so it cannot widen anything.
+    // test/db/audit-role.test.ts), so it cannot widen anything; so is audit_granted_tenant,
+    // which narrows svc_audit on every table it reads to the tenant of its grant (sql/0028).
+    if (policies.some((p) => p.policyname === 'audit_granted_tenant'))
+      assert.equal(
+        (
+          await db.pools.admin.query<{ permissive: string }>(
+            `SELECT permissive FROM pg_policies WHERE tablename = $1 AND policyname = 'audit_granted_tenant'`,
+            [table],
+          )
+        ).rows[0]?.permissive,
+        'RESTRICTIVE',
+      );
     const allowed = new Set([
+      `${table}.audit_granted_tenant`,
       'audit_log.audit_write',
       'users.login_lookup',
       'users.audit_tenant_only',
@@ -81,13 +93,31 @@ test('§5.7.1 every tenant table has policy tenant_isolation (audit_log: audit_r
   }
 });
 
-test('issue 15: audit_purge_batch is the only SECURITY DEFINER function, so the purge policies open audit_log to nothing else', async () => {
-  const { rows } = await db.pools.admin.query<{ name: string; owner: string }>(
-    `SELECT p.proname AS name, r.rolname AS owner FROM pg_proc p
+test('issue 15: audit_purge_batch is the only SECURITY DEFINER function that reads audit_log, so the purge policies open it to nothing else', async () => {
+  const { rows } = await db.pools.admin.query<{
+    name: string;
+    owner: string;
+    source: string;
+    mssp: boolean;
+  }>(
+    `SELECT p.proname AS name, r.rolname AS owner, p.prosrc AS source,
+            has_function_privilege('svc_mssp', p.oid, 'EXECUTE') AS mssp
+       FROM pg_proc p
        JOIN pg_namespace n ON n.oid = p.pronamespace JOIN pg_roles r ON r.oid = p.proowner
       WHERE n.nspname = 'public' AND p.prosecdef ORDER BY 1`,
   );
-  assert.deepEqual(rows, [{ name: 'audit_purge_batch', owner: 'svc_admin' }]);
+  assert.deepEqual(
+    rows.map(({ name, owner }) => ({ name, owner })),
+    [
+      { name: 'audit_granted_tenant', owner: 'svc_admin' },
+      { name: 'audit_purge_batch', owner: 'svc_admin' },
+    ],
+  );
+  // The other one (sql/0028) reads audit_grants only, and svc_mssp cannot call it.
+  const granted = rows.find((r) => r.name === 'audit_granted_tenant');
+  assert.doesNotMatch(granted?.source ?? '', /audit_log/);
+  assert.match(granted?.source ?? '', /public\.audit_grants/);
+  assert.equal(granted?.mssp, false);
   const purge = (
     await db.pools.admin.query<{ policyname: string; roles: string[]; qual: string }>(
       `SELECT policyname, roles::text[] AS roles, qual FROM pg_policies

@@ -7,6 +7,7 @@ import { identityOf } from '../auth/identity.ts';
 import type { AuthConfig, AuthMode } from '../config/index.ts';
 import { parseSessionCookie, SESSION_COOKIE } from '../domains/sessions/session-repository.ts';
 import type { AuthService } from '../domains/sessions/session-service.ts';
+import { proxyEmail } from '../domains/users/user-repository.ts';
 import type { Logger } from '../log/index.ts';
 import { TokenError, type TokenService } from '../tokens/index.ts';
 import { ProblemError } from './problem.ts';
@@ -49,9 +50,16 @@ function familyOf(path: string): 'mssp' | 'tenant' | undefined {
  * svc, spec §5.2) is checked for the family it is presented to. Otherwise internal mode reads
  * only the session cookie (identity headers are ignored) and proxy mode only the trusted
  * headers, and only from a peer inside the trusted CIDRs (spec §5.1).
+ *
+ * In proxy mode identity headers from an untrusted peer are refused (and logged) before
+ * anything else is looked at: whatever else the request carries (a token, a malformed or empty
+ * Authorization header), the spoofing attempt is what it is, and must not hide behind an
+ * ordinary `invalid_token`. From the trusted proxy, a bearer token wins over the headers: the
+ * proxy adds them to every request, including those of an MSSP user's impersonation token.
  */
 export function authenticate(deps: AuthenticateDeps): MiddlewareHandler {
   return async (c, next) => {
+    if (deps.mode === 'proxy') refuseUntrustedIdentity(c, deps);
     const token = bearerToken(c);
     let identity: Identity;
     if (token !== undefined) identity = await fromToken(c, deps, token);
@@ -94,7 +102,9 @@ async function fromToken(c: Context, deps: AuthenticateDeps, token: string): Pro
     });
     return identityOf(user, {
       auth_mode: deps.mode,
-      must_change: user.must_change,
+      // The password is for internal mode (spec §5.10 step 3 sets it while the proxy still
+      // authenticates): in proxy mode nobody could change it, since /api/auth/* is 404 there.
+      must_change: deps.mode === 'internal' && user.must_change,
       session_id: null,
       via: 'token',
       current_tenant: 'current_tenant' in claims ? claims.current_tenant : null,
@@ -135,30 +145,65 @@ async function fromSession(c: Context, deps: AuthenticateDeps): Promise<Identity
   return identity;
 }
 
+/** At most this much of a refused header value goes into the log line. */
+const LOGGED_VALUE_CHARS = 300;
+
+/** 403 untrusted_proxy, logged, when any identity header comes from outside the trusted CIDRs. */
+function refuseUntrustedIdentity(c: Context, deps: AuthenticateDeps): void {
+  const peer = peerAddress(c);
+  if (isTrusted(deps.proxies, peer)) return;
+  const names = [
+    deps.auth.trustedHeaderUser,
+    deps.auth.trustedHeaderEmail,
+    deps.auth.trustedHeaderGroups,
+  ];
+  const sent = names.filter((name) => c.req.header(name) !== undefined);
+  if (sent.length === 0) return;
+  deps.logger.warn(
+    {
+      peer,
+      headers: sent,
+      claimed_email: c.req.header(deps.auth.trustedHeaderEmail)?.slice(0, LOGGED_VALUE_CHARS),
+      authorization: c.req.header('authorization') !== undefined,
+    },
+    'identity headers from an untrusted peer rejected',
+  );
+  throw new ProblemError(
+    403,
+    'untrusted_proxy',
+    'Identity headers are accepted only from the trusted proxy',
+  );
+}
+
 async function fromProxy(c: Context, deps: AuthenticateDeps): Promise<Identity> {
-  const { trustedHeaderUser, trustedHeaderEmail, trustedHeaderGroups } = deps.auth;
+  const { trustedHeaderEmail, trustedHeaderGroups } = deps.auth;
   const email = c.req.header(trustedHeaderEmail);
-  const user = c.req.header(trustedHeaderUser);
   const groups = c.req.header(trustedHeaderGroups);
   const peer = peerAddress(c);
-  if (!isTrusted(deps.proxies, peer)) {
-    if (email !== undefined || user !== undefined || groups !== undefined) {
-      deps.logger.warn({ peer }, 'identity headers from an untrusted peer rejected');
-      throw new ProblemError(
-        403,
-        'untrusted_proxy',
-        'Identity headers are accepted only from the trusted proxy',
-      );
-    }
+  // Identity headers from an untrusted peer were refused before (refuseUntrustedIdentity).
+  if (!isTrusted(deps.proxies, peer))
     throw new ProblemError(401, 'unauthenticated', 'Sign in through the identity proxy');
-  }
   if (!email)
     throw new ProblemError(
       401,
       'unauthenticated',
       `The proxy sent no ${trustedHeaderEmail} header`,
     );
-  const record = await deps.sessions.proxyUser(email);
+  // Exactly an address or nothing: a value with an invisible or foreign character around it
+  // is never trimmed into someone's account.
+  const key = proxyEmail(email);
+  if (key === undefined) {
+    deps.logger.warn(
+      { peer, header: trustedHeaderEmail, value: email.slice(0, LOGGED_VALUE_CHARS) },
+      'identity header is not an email address',
+    );
+    throw new ProblemError(
+      403,
+      'invalid_identity_header',
+      `The proxy's ${trustedHeaderEmail} header is not an email address`,
+    );
+  }
+  const record = await deps.sessions.proxyUser(key);
   if (!record || record.disabled_at !== null) {
     throw new ProblemError(403, 'unknown_user', 'This account is not provisioned in svc');
   }

@@ -12,7 +12,8 @@ export async function runAuditPurge(config: Config, logger: Logger): Promise<voi
   try {
     const run = await composeAuditRetention(core).purge('operator');
     process.stdout.write(
-      `deleted ${run.deleted} audit row(s) older than ${run.before.toISOString()} (retention ${run.retentionDays} days) in ${run.batches} batch(es)\n`,
+      `deleted ${run.deleted} audit row(s) older than ${run.before.toISOString()} (retention ${run.retentionDays} days) in ${run.batches} batch(es)\n` +
+        `deleted ${run.sessionsDeleted} ended session(s) (ended before ${run.before.toISOString()})\n`,
     );
   } finally {
     await core.close();
@@ -28,7 +29,7 @@ export function registerAuditCommands(
   audit
     .command('purge')
     .description(
-      'Delete audit rows older than the retention window (install setting audit.retention_days, default 90) now, as the daily schedule does',
+      'Delete audit rows older than the retention window (install setting audit.retention_days, default 90), and sessions that ended before it, now, as the daily schedule does',
     )
     .action(async () => {
       const loaded = config();

@@ -47,8 +47,9 @@ export interface StreamDeps {
  * browsers only echo ids this endpoint sent, so anything else is a client bug worth surfacing.
  *
  * The stream lives no longer than the credential that opened it (issue 10 item 3): it ends at
- * the credential's deadline and within one re-check interval of a revocation, with a last
- * `revoked` or `expired` event saying why, and nothing is written once the credential is gone.
+ * the credential's deadline and at a revocation, with a last `revoked` or `expired` event
+ * saying why, and nothing is written once the credential is gone or while it is in doubt — no
+ * event committed after a revocation reaches it, on any replica (issue 27 item 3).
  */
 export async function streamTenantEvents(
   c: Context,
@@ -88,7 +89,9 @@ async function pump(
   void lease.ended.then(() => subscription.close());
   try {
     for await (const message of subscription) {
-      // Judged before every write: nothing reaches the client once the credential is gone.
+      // Judged before every write: nothing reaches the client once the credential is gone,
+      // and nothing while a revocation notice naming it awaits its re-check.
+      await lease.settled();
       if (lease.check()) break;
       if (message.kind === 'heartbeat') await stream.write(': heartbeat\n\n');
       else await stream.writeSSE(toSseMessage(message.event));
@@ -106,5 +109,33 @@ async function pump(
   } finally {
     lease.release();
     subscription.close();
+  }
+}
+
+/** How long a revoking request waits for this process's streams to be re-checked. */
+export const SETTLE_MAX_MS = 2_000;
+
+/**
+ * Called after a state-changing request committed, before it answers: once every revocation
+ * notice it caused has reached this process (a round trip on the LISTEN connection) and the
+ * streams it named are re-checked, the revoking call answers with the local streams already
+ * ended. Streams on other replicas are paused as their notice arrives, before any event
+ * committed after it. Bounded: when the database cannot be read the streams in doubt stay
+ * paused (nothing is written to them) and the request answers after SETTLE_MAX_MS.
+ */
+export async function settleStreams(deps: StreamDeps): Promise<void> {
+  if (deps.watch.status().watched === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, SETTLE_MAX_MS);
+  });
+  const settle = async () => {
+    await deps.events.sync();
+    await deps.watch.settled();
+  };
+  try {
+    await Promise.race([settle().catch(() => undefined), bound]);
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -86,3 +86,15 @@ export function countingIngest<
   };
   return { ...service, ingest } as S;
 }
+
+/** The retention purge (src/domains/audit/audit-retention.ts): the sessions each run deleted. */
+export function countingPurges<
+  R extends { purge(trigger: never): Promise<{ sessionsDeleted: number }> },
+>(retention: R, metrics: Pick<Metrics, 'sessionsPurged'>): R {
+  const purge = async (trigger: Parameters<R['purge']>[0]) => {
+    const run = await retention.purge(trigger);
+    metrics.sessionsPurged(run.sessionsDeleted);
+    return run;
+  };
+  return { ...retention, purge } as R;
+}

@@ -22,6 +22,8 @@ export interface Metrics {
   jobFailed(task: string): void;
   /** Alerts of an adapter's batch: stored, already stored, or refused with the batch. */
   alerts(outcome: 'accepted' | 'duplicate' | 'refused', count: number): void;
+  /** Sessions the retention purge deleted (ended before the audit retention's cutoff). */
+  sessionsPurged(count: number): void;
   /** What one LLM call used, charged to its tenant; `cost` in USD, as SVC_LLM_PRICES prices it. */
   llmUsage(
     tenantId: string,
@@ -44,4 +46,5 @@ export const NO_METRICS: Metrics = {
   jobFailed: () => undefined,
   alerts: () => undefined,
   llmUsage: () => undefined,
+  sessionsPurged: () => undefined,
 };

@@ -102,6 +102,11 @@ export function createMetricsRegistry(options: MetricsOptions = {}): MetricsRegi
   const cost = counter('svc_llm_cost_usd_total', 'LLM cost in USD (SVC_LLM_PRICES) by tenant id', [
     'tenant',
   ]);
+  const sessionsPurged = counter(
+    'svc_sessions_purged_total',
+    'Sessions deleted by the retention purge (ended before its cutoff)',
+    [],
+  );
   const readErrors = counter(
     'svc_metrics_read_errors_total',
     'Scrape-time reads that failed or timed out (their gauge was left out of that scrape)',
@@ -168,6 +173,9 @@ export function createMetricsRegistry(options: MetricsOptions = {}): MetricsRegi
       tokens.inc({ tenant, kind: 'input' }, usage.inputTokens);
       tokens.inc({ tenant, kind: 'output' }, usage.outputTokens);
       cost.inc({ tenant }, usage.cost);
+    },
+    sessionsPurged(count) {
+      if (count > 0) sessionsPurged.inc(count);
     },
     read: (added) => Object.assign(sources, added),
     async scrape() {

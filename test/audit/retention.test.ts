@@ -8,7 +8,7 @@ import { after, afterEach, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { composeCore, composeWorkers } from '../../src/app/compose.ts';
+import { composeAuditRetention, composeCore, composeWorkers } from '../../src/app/compose.ts';
 import { loadConfig } from '../../src/config/index.ts';
 import { createSystemGate, type SystemGate } from '../../src/db/system-gate.ts';
 import type { SystemTx } from '../../src/db/tenant-context.ts';
@@ -18,6 +18,7 @@ import {
   createAuditRetention,
 } from '../../src/domains/audit/audit-retention.ts';
 import { purgeAuditBatch } from '../../src/domains/audit/audit-retention-repository.ts';
+import { purgeEndedSessions } from '../../src/domains/sessions/session-repository.ts';
 import { readAuditRetentionDays } from '../../src/domains/settings/settings-repository.ts';
 import { createLogger } from '../../src/log/index.ts';
 import { AUDIT_PURGE_CRON } from '../../src/workers/jobs/audit-purge.ts';
@@ -63,6 +64,7 @@ function retention(now: Date, extra: Partial<AuditRetentionDeps> = {}) {
     system: gate,
     now: () => now,
     retentionDays: readAuditRetentionDays,
+    purgeSessions: purgeEndedSessions,
     ...extra,
   });
 }
@@ -164,7 +166,14 @@ test('§8 each run writes one audit.purge row of its own (System actor, count, w
       actor_id: 'system:audit.purge',
       resource_type: 'audit_log',
       resource_id: null,
-      details: { deleted, before, retention_days: 90, batches: 1, trigger: 'operator' },
+      details: {
+        deleted,
+        sessions_deleted: 0,
+        before,
+        retention_days: 90,
+        batches: 1,
+        trigger: 'operator',
+      },
     })),
   );
   // The gate records its entry once per batch transaction, and nothing else enters.
@@ -495,4 +504,172 @@ test('§8 `svc audit purge` runs one purge now and prints what it deleted', asyn
   assert.equal((await surviving(tag)).length, 1);
   const rows = await purgeRows('operator');
   assert.equal(rows.at(-1)?.details.deleted, 2);
+});
+
+// Issue 27 item 7: sessions are kept as long as the audit rows that name them, then purged
+// by the same run. Each test below removes the sessions it made (purgeable or not), so the
+// counts of one do not depend on another.
+
+/** A session of `user` with the given times (ms offsets from `base`); returns its id. */
+async function session(
+  user: string,
+  base: Date,
+  at: { created: number; idle: number; absolute: number; revoked?: number },
+): Promise<string> {
+  const t = (ms: number) => new Date(base.getTime() + ms);
+  const { rows } = await db.pools.mssp.query<{ id: string }>(
+    `INSERT INTO sessions (id, user_id, created_at, last_seen_at, idle_expiry, absolute_expiry,
+       revoked_at, secret_hash)
+     VALUES (gen_random_uuid(), $1, $2, $2, $3, $4, $5,
+       encode(sha256(uuid_send(gen_random_uuid())), 'hex'))
+     RETURNING id`,
+    [
+      user,
+      t(at.created),
+      t(at.idle),
+      t(at.absolute),
+      at.revoked === undefined ? null : t(at.revoked),
+    ],
+  );
+  return rows[0]?.id ?? '';
+}
+
+async function sessionUser(): Promise<string> {
+  const { rows } = await db.pools.mssp.query<{ id: string }>(
+    `INSERT INTO users (email, role) VALUES ($1, 'analyst') RETURNING id`,
+    [`purge-${randomUUID().slice(0, 8)}@mssp.test`],
+  );
+  return rows[0]?.id ?? '';
+}
+
+async function sessionsOf(user: string): Promise<string[]> {
+  const { rows } = await db.pools.mssp.query<{ id: string }>(
+    'SELECT id FROM sessions WHERE user_id = $1 ORDER BY id',
+    [user],
+  );
+  return rows.map((r) => r.id);
+}
+
+const dropUser = (user: string) => db.pools.mssp.query('DELETE FROM users WHERE id = $1', [user]);
+
+const HOUR = 3_600_000;
+const MIN = 60_000;
+
+test('issue 27.7 sessions that ended before the retention cutoff are purged; live and recently ended ones stay', async () => {
+  const now = new Date();
+  const cutoff = new Date(now.getTime() - 90 * DAY);
+  const user = await sessionUser();
+  try {
+    const gone = [
+      // Revoked (logout) long ago.
+      await session(user, cutoff, {
+        created: -2 * DAY,
+        idle: -2 * DAY + 30 * MIN,
+        absolute: -DAY,
+        revoked: -2 * DAY + MIN,
+      }),
+      // Never revoked, ran out idle long ago.
+      await session(user, cutoff, { created: -DAY, idle: -DAY + 30 * MIN, absolute: -12 * HOUR }),
+      // Revoked a moment before the cutoff, although its idle expiry was after it.
+      await session(user, cutoff, {
+        created: -HOUR,
+        idle: 10 * MIN,
+        absolute: 11 * HOUR,
+        revoked: -1,
+      }),
+      // Reached its absolute expiry a moment before the cutoff.
+      await session(user, cutoff, { created: -12 * HOUR - 1, idle: -1, absolute: -1 }),
+    ];
+    const kept = [
+      // Created before the cutoff, but slid past it: it ended after the cutoff.
+      await session(user, cutoff, { created: -HOUR, idle: MIN, absolute: 11 * HOUR }),
+      // Ended exactly at the cutoff: not before it.
+      await session(user, cutoff, { created: -HOUR, idle: 0, absolute: 11 * HOUR }),
+      // Revoked recently.
+      await session(user, now, {
+        created: -HOUR,
+        idle: -30 * MIN,
+        absolute: 11 * HOUR,
+        revoked: -40 * MIN,
+      }),
+      // Live now.
+      await session(user, now, { created: -10 * MIN, idle: 20 * MIN, absolute: 11 * HOUR }),
+      // Live now although created before the cutoff (no such row is made by svc; a live
+      // session is never purged whatever its age).
+      await session(user, cutoff, {
+        created: -DAY,
+        idle: now.getTime() - cutoff.getTime() + 10 * MIN,
+        absolute: now.getTime() - cutoff.getTime() + HOUR,
+      }),
+    ];
+    const run = await retention(now).purge('operator');
+    assert.equal(run.sessionsDeleted, gone.length);
+    assert.deepEqual(await sessionsOf(user), kept.sort());
+    const summary = (await purgeRows('operator')).at(-1);
+    assert.equal(summary?.details.sessions_deleted, gone.length);
+  } finally {
+    await dropUser(user);
+  }
+});
+
+test('issue 27.7 sessions are purged in batches too, each batch its own transaction', async () => {
+  const now = new Date();
+  const user = await sessionUser();
+  try {
+    for (let i = 0; i < 5; i++)
+      await session(user, new Date(now.getTime() - 100 * DAY), {
+        created: i,
+        idle: 30 * MIN,
+        absolute: HOUR,
+      });
+    const run = await retention(now, { batchSize: 2 }).purge('operator');
+    assert.deepEqual([run.sessionsDeleted, run.batches], [5, 3]);
+    assert.deepEqual(await sessionsOf(user), []);
+  } finally {
+    await dropUser(user);
+  }
+});
+
+test('issue 27.7 the purge counts the sessions it deleted in svc_sessions_purged_total', async () => {
+  const user = await sessionUser();
+  const core = await composeCore({
+    config: { ...loadConfig({}), dataDir },
+    logger: createLogger('silent'),
+    target: db.target,
+    db: db.app,
+  });
+  try {
+    const old = new Date(Date.now() - 100 * DAY);
+    for (let i = 0; i < 3; i++)
+      await session(user, old, { created: i, idle: 30 * MIN, absolute: HOUR });
+    await session(user, new Date(), { created: -MIN, idle: 29 * MIN, absolute: 11 * HOUR });
+    await composeAuditRetention(core).purge('schedule');
+    const { body } = await core.metrics.scrape();
+    assert.match(body, /^svc_sessions_purged_total 3$/m);
+    assert.equal((await sessionsOf(user)).length, 1);
+  } finally {
+    await core.close();
+    await dropUser(user);
+  }
+});
+
+test('issue 27.7 `svc audit purge` purges ended sessions too and says how many', async () => {
+  const user = await sessionUser();
+  try {
+    const old = new Date(Date.now() - 100 * DAY);
+    for (let i = 0; i < 2; i++)
+      await session(user, old, { created: i, idle: 30 * MIN, absolute: HOUR });
+    const live = await session(user, new Date(), {
+      created: -MIN,
+      idle: 29 * MIN,
+      absolute: 11 * HOUR,
+    });
+    const ran = await svc(['audit', 'purge']);
+    assert.equal(ran.code, 0, ran.stderr);
+    assert.match(ran.stdout, /^deleted 2 ended session\(s\) \(ended before \S+Z\)$/m);
+    assert.deepEqual(await sessionsOf(user), [live]);
+    assert.equal((await purgeRows('operator')).at(-1)?.details.sessions_deleted, 2);
+  } finally {
+    await dropUser(user);
+  }
 });

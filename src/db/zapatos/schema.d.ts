@@ -805,6 +805,532 @@ declare module 'zapatos/schema' {
   }
 
   /**
+   * **audit_current_tenant**
+   * - View in database
+   */
+  export namespace audit_current_tenant {
+    export type Table = 'audit_current_tenant';
+    export interface Selectable {
+      /**
+      * **audit_current_tenant.chart_version**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      chart_version: string | null;
+      /**
+      * **audit_current_tenant.config_revision**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      config_revision: number | null;
+      /**
+      * **audit_current_tenant.created_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      created_at: Date | null;
+      /**
+      * **audit_current_tenant.decommission_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      decommission_at: Date | null;
+      /**
+      * **audit_current_tenant.deleted_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      deleted_at: Date | null;
+      /**
+      * **audit_current_tenant.display_name**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      display_name: string | null;
+      /**
+      * **audit_current_tenant.id**
+      * - `uuid` in database
+      * - Nullable, no default
+      */
+      id: string | null;
+      /**
+      * **audit_current_tenant.slug**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      slug: string | null;
+      /**
+      * **audit_current_tenant.state**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      state: string | null;
+      /**
+      * **audit_current_tenant.state_changed_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      state_changed_at: Date | null;
+      /**
+      * **audit_current_tenant.updated_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      updated_at: Date | null;
+      /**
+      * **audit_current_tenant.upgrade_target**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      upgrade_target: string | null;
+    }
+    export interface JSONSelectable {
+      /**
+      * **audit_current_tenant.chart_version**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      chart_version: string | null;
+      /**
+      * **audit_current_tenant.config_revision**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      config_revision: number | null;
+      /**
+      * **audit_current_tenant.created_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      created_at: db.TimestampTzString | null;
+      /**
+      * **audit_current_tenant.decommission_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      decommission_at: db.TimestampTzString | null;
+      /**
+      * **audit_current_tenant.deleted_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      deleted_at: db.TimestampTzString | null;
+      /**
+      * **audit_current_tenant.display_name**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      display_name: string | null;
+      /**
+      * **audit_current_tenant.id**
+      * - `uuid` in database
+      * - Nullable, no default
+      */
+      id: string | null;
+      /**
+      * **audit_current_tenant.slug**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      slug: string | null;
+      /**
+      * **audit_current_tenant.state**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      state: string | null;
+      /**
+      * **audit_current_tenant.state_changed_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      state_changed_at: db.TimestampTzString | null;
+      /**
+      * **audit_current_tenant.updated_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      updated_at: db.TimestampTzString | null;
+      /**
+      * **audit_current_tenant.upgrade_target**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      upgrade_target: string | null;
+    }
+    export interface Whereable {
+      /**
+      * **audit_current_tenant.chart_version**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      chart_version?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **audit_current_tenant.config_revision**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      config_revision?: number | db.Parameter<number> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **audit_current_tenant.created_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **audit_current_tenant.decommission_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      decommission_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **audit_current_tenant.deleted_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      deleted_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **audit_current_tenant.display_name**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      display_name?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **audit_current_tenant.id**
+      * - `uuid` in database
+      * - Nullable, no default
+      */
+      id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **audit_current_tenant.slug**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      slug?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **audit_current_tenant.state**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      state?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **audit_current_tenant.state_changed_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      state_changed_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **audit_current_tenant.updated_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      updated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **audit_current_tenant.upgrade_target**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      upgrade_target?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+    }
+    export interface Insertable {
+      /**
+      * **audit_current_tenant.chart_version**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      chart_version?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **audit_current_tenant.config_revision**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      config_revision?: number | db.Parameter<number> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **audit_current_tenant.created_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **audit_current_tenant.decommission_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      decommission_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **audit_current_tenant.deleted_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      deleted_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **audit_current_tenant.display_name**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      display_name?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **audit_current_tenant.id**
+      * - `uuid` in database
+      * - Nullable, no default
+      */
+      id?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **audit_current_tenant.slug**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      slug?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **audit_current_tenant.state**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      state?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **audit_current_tenant.state_changed_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      state_changed_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **audit_current_tenant.updated_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      updated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **audit_current_tenant.upgrade_target**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      upgrade_target?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment;
+    }
+    export interface Updatable {
+      /**
+      * **audit_current_tenant.chart_version**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      chart_version?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **audit_current_tenant.config_revision**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      config_revision?: number | db.Parameter<number> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, number | db.Parameter<number> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **audit_current_tenant.created_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **audit_current_tenant.decommission_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      decommission_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **audit_current_tenant.deleted_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      deleted_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **audit_current_tenant.display_name**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      display_name?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **audit_current_tenant.id**
+      * - `uuid` in database
+      * - Nullable, no default
+      */
+      id?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **audit_current_tenant.slug**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      slug?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **audit_current_tenant.state**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      state?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **audit_current_tenant.state_changed_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      state_changed_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **audit_current_tenant.updated_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      updated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **audit_current_tenant.upgrade_target**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      upgrade_target?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment>;
+    }
+    export type UniqueIndex = never;
+    export type Column = keyof Selectable;
+    export type OnlyCols<T extends readonly Column[]> = Pick<Selectable, T[number]>;
+    export type SQLExpression = Table | db.ColumnNames<Updatable | (keyof Updatable)[]> | db.ColumnValues<Updatable> | Whereable | Column | db.ParentColumn | db.GenericSQLExpression;
+    export type SQL = SQLExpression | SQLExpression[];
+  }
+
+  /**
+   * **audit_grants**
+   * - Table in database
+   */
+  export namespace audit_grants {
+    export type Table = 'audit_grants';
+    export interface Selectable {
+      /**
+      * **audit_grants.audited_tenant**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      audited_tenant: string;
+      /**
+      * **audit_grants.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at: Date;
+      /**
+      * **audit_grants.expires_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      expires_at: Date;
+      /**
+      * **audit_grants.secret_hash**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      secret_hash: string;
+    }
+    export interface JSONSelectable {
+      /**
+      * **audit_grants.audited_tenant**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      audited_tenant: string;
+      /**
+      * **audit_grants.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at: db.TimestampTzString;
+      /**
+      * **audit_grants.expires_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      expires_at: db.TimestampTzString;
+      /**
+      * **audit_grants.secret_hash**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      secret_hash: string;
+    }
+    export interface Whereable {
+      /**
+      * **audit_grants.audited_tenant**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      audited_tenant?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **audit_grants.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **audit_grants.expires_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      expires_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **audit_grants.secret_hash**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      secret_hash?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+    }
+    export interface Insertable {
+      /**
+      * **audit_grants.audited_tenant**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      audited_tenant: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **audit_grants.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment;
+      /**
+      * **audit_grants.expires_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      expires_at: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment;
+      /**
+      * **audit_grants.secret_hash**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      secret_hash: string | db.Parameter<string> | db.SQLFragment;
+    }
+    export interface Updatable {
+      /**
+      * **audit_grants.audited_tenant**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      audited_tenant?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **audit_grants.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **audit_grants.expires_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      expires_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment>;
+      /**
+      * **audit_grants.secret_hash**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      secret_hash?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+    }
+    export type UniqueIndex = 'audit_grants_pkey';
+    export type Column = keyof Selectable;
+    export type OnlyCols<T extends readonly Column[]> = Pick<Selectable, T[number]>;
+    export type SQLExpression = Table | db.ColumnNames<Updatable | (keyof Updatable)[]> | db.ColumnValues<Updatable> | Whereable | Column | db.ParentColumn | db.GenericSQLExpression;
+    export type SQL = SQLExpression | SQLExpression[];
+  }
+
+  /**
    * **audit_log**
    * - Table in database
    */
@@ -7776,20 +8302,20 @@ declare module 'zapatos/schema' {
   /* --- aggregate types --- */
 
   export namespace public {  
-    export type Table = adapter_credentials.Table | adapter_heartbeats.Table | alert_groups.Table | analyzer_stats.Table | audit_log.Table | branding_configs.Table | chart_compatibility.Table | events.Table | ingest_checkpoints.Table | install_settings.Table | integration_configs.Table | investigations.Table | ioc_stats.Table | llm_cache.Table | llm_usage.Table | metrics_hourly.Table | organization.Table | parked_jobs.Table | password_credentials.Table | pending_reviews.Table | projection_checkpoints.Table | releases.Table | rule_stats.Table | sessions.Table | tenant_lifecycle_events.Table | tenant_secrets.Table | tenants.Table | triage_policies.Table | users.Table;
-    export type Selectable = adapter_credentials.Selectable | adapter_heartbeats.Selectable | alert_groups.Selectable | analyzer_stats.Selectable | audit_log.Selectable | branding_configs.Selectable | chart_compatibility.Selectable | events.Selectable | ingest_checkpoints.Selectable | install_settings.Selectable | integration_configs.Selectable | investigations.Selectable | ioc_stats.Selectable | llm_cache.Selectable | llm_usage.Selectable | metrics_hourly.Selectable | organization.Selectable | parked_jobs.Selectable | password_credentials.Selectable | pending_reviews.Selectable | projection_checkpoints.Selectable | releases.Selectable | rule_stats.Selectable | sessions.Selectable | tenant_lifecycle_events.Selectable | tenant_secrets.Selectable | tenants.Selectable | triage_policies.Selectable | users.Selectable;
-    export type JSONSelectable = adapter_credentials.JSONSelectable | adapter_heartbeats.JSONSelectable | alert_groups.JSONSelectable | analyzer_stats.JSONSelectable | audit_log.JSONSelectable | branding_configs.JSONSelectable | chart_compatibility.JSONSelectable | events.JSONSelectable | ingest_checkpoints.JSONSelectable | install_settings.JSONSelectable | integration_configs.JSONSelectable | investigations.JSONSelectable | ioc_stats.JSONSelectable | llm_cache.JSONSelectable | llm_usage.JSONSelectable | metrics_hourly.JSONSelectable | organization.JSONSelectable | parked_jobs.JSONSelectable | password_credentials.JSONSelectable | pending_reviews.JSONSelectable | projection_checkpoints.JSONSelectable | releases.JSONSelectable | rule_stats.JSONSelectable | sessions.JSONSelectable | tenant_lifecycle_events.JSONSelectable | tenant_secrets.JSONSelectable | tenants.JSONSelectable | triage_policies.JSONSelectable | users.JSONSelectable;
-    export type Whereable = adapter_credentials.Whereable | adapter_heartbeats.Whereable | alert_groups.Whereable | analyzer_stats.Whereable | audit_log.Whereable | branding_configs.Whereable | chart_compatibility.Whereable | events.Whereable | ingest_checkpoints.Whereable | install_settings.Whereable | integration_configs.Whereable | investigations.Whereable | ioc_stats.Whereable | llm_cache.Whereable | llm_usage.Whereable | metrics_hourly.Whereable | organization.Whereable | parked_jobs.Whereable | password_credentials.Whereable | pending_reviews.Whereable | projection_checkpoints.Whereable | releases.Whereable | rule_stats.Whereable | sessions.Whereable | tenant_lifecycle_events.Whereable | tenant_secrets.Whereable | tenants.Whereable | triage_policies.Whereable | users.Whereable;
-    export type Insertable = adapter_credentials.Insertable | adapter_heartbeats.Insertable | alert_groups.Insertable | analyzer_stats.Insertable | audit_log.Insertable | branding_configs.Insertable | chart_compatibility.Insertable | events.Insertable | ingest_checkpoints.Insertable | install_settings.Insertable | integration_configs.Insertable | investigations.Insertable | ioc_stats.Insertable | llm_cache.Insertable | llm_usage.Insertable | metrics_hourly.Insertable | organization.Insertable | parked_jobs.Insertable | password_credentials.Insertable | pending_reviews.Insertable | projection_checkpoints.Insertable | releases.Insertable | rule_stats.Insertable | sessions.Insertable | tenant_lifecycle_events.Insertable | tenant_secrets.Insertable | tenants.Insertable | triage_policies.Insertable | users.Insertable;
-    export type Updatable = adapter_credentials.Updatable | adapter_heartbeats.Updatable | alert_groups.Updatable | analyzer_stats.Updatable | audit_log.Updatable | branding_configs.Updatable | chart_compatibility.Updatable | events.Updatable | ingest_checkpoints.Updatable | install_settings.Updatable | integration_configs.Updatable | investigations.Updatable | ioc_stats.Updatable | llm_cache.Updatable | llm_usage.Updatable | metrics_hourly.Updatable | organization.Updatable | parked_jobs.Updatable | password_credentials.Updatable | pending_reviews.Updatable | projection_checkpoints.Updatable | releases.Updatable | rule_stats.Updatable | sessions.Updatable | tenant_lifecycle_events.Updatable | tenant_secrets.Updatable | tenants.Updatable | triage_policies.Updatable | users.Updatable;
-    export type UniqueIndex = adapter_credentials.UniqueIndex | adapter_heartbeats.UniqueIndex | alert_groups.UniqueIndex | analyzer_stats.UniqueIndex | audit_log.UniqueIndex | branding_configs.UniqueIndex | chart_compatibility.UniqueIndex | events.UniqueIndex | ingest_checkpoints.UniqueIndex | install_settings.UniqueIndex | integration_configs.UniqueIndex | investigations.UniqueIndex | ioc_stats.UniqueIndex | llm_cache.UniqueIndex | llm_usage.UniqueIndex | metrics_hourly.UniqueIndex | organization.UniqueIndex | parked_jobs.UniqueIndex | password_credentials.UniqueIndex | pending_reviews.UniqueIndex | projection_checkpoints.UniqueIndex | releases.UniqueIndex | rule_stats.UniqueIndex | sessions.UniqueIndex | tenant_lifecycle_events.UniqueIndex | tenant_secrets.UniqueIndex | tenants.UniqueIndex | triage_policies.UniqueIndex | users.UniqueIndex;
-    export type Column = adapter_credentials.Column | adapter_heartbeats.Column | alert_groups.Column | analyzer_stats.Column | audit_log.Column | branding_configs.Column | chart_compatibility.Column | events.Column | ingest_checkpoints.Column | install_settings.Column | integration_configs.Column | investigations.Column | ioc_stats.Column | llm_cache.Column | llm_usage.Column | metrics_hourly.Column | organization.Column | parked_jobs.Column | password_credentials.Column | pending_reviews.Column | projection_checkpoints.Column | releases.Column | rule_stats.Column | sessions.Column | tenant_lifecycle_events.Column | tenant_secrets.Column | tenants.Column | triage_policies.Column | users.Column;
+    export type Table = adapter_credentials.Table | adapter_heartbeats.Table | alert_groups.Table | analyzer_stats.Table | audit_current_tenant.Table | audit_grants.Table | audit_log.Table | branding_configs.Table | chart_compatibility.Table | events.Table | ingest_checkpoints.Table | install_settings.Table | integration_configs.Table | investigations.Table | ioc_stats.Table | llm_cache.Table | llm_usage.Table | metrics_hourly.Table | organization.Table | parked_jobs.Table | password_credentials.Table | pending_reviews.Table | projection_checkpoints.Table | releases.Table | rule_stats.Table | sessions.Table | tenant_lifecycle_events.Table | tenant_secrets.Table | tenants.Table | triage_policies.Table | users.Table;
+    export type Selectable = adapter_credentials.Selectable | adapter_heartbeats.Selectable | alert_groups.Selectable | analyzer_stats.Selectable | audit_current_tenant.Selectable | audit_grants.Selectable | audit_log.Selectable | branding_configs.Selectable | chart_compatibility.Selectable | events.Selectable | ingest_checkpoints.Selectable | install_settings.Selectable | integration_configs.Selectable | investigations.Selectable | ioc_stats.Selectable | llm_cache.Selectable | llm_usage.Selectable | metrics_hourly.Selectable | organization.Selectable | parked_jobs.Selectable | password_credentials.Selectable | pending_reviews.Selectable | projection_checkpoints.Selectable | releases.Selectable | rule_stats.Selectable | sessions.Selectable | tenant_lifecycle_events.Selectable | tenant_secrets.Selectable | tenants.Selectable | triage_policies.Selectable | users.Selectable;
+    export type JSONSelectable = adapter_credentials.JSONSelectable | adapter_heartbeats.JSONSelectable | alert_groups.JSONSelectable | analyzer_stats.JSONSelectable | audit_current_tenant.JSONSelectable | audit_grants.JSONSelectable | audit_log.JSONSelectable | branding_configs.JSONSelectable | chart_compatibility.JSONSelectable | events.JSONSelectable | ingest_checkpoints.JSONSelectable | install_settings.JSONSelectable | integration_configs.JSONSelectable | investigations.JSONSelectable | ioc_stats.JSONSelectable | llm_cache.JSONSelectable | llm_usage.JSONSelectable | metrics_hourly.JSONSelectable | organization.JSONSelectable | parked_jobs.JSONSelectable | password_credentials.JSONSelectable | pending_reviews.JSONSelectable | projection_checkpoints.JSONSelectable | releases.JSONSelectable | rule_stats.JSONSelectable | sessions.JSONSelectable | tenant_lifecycle_events.JSONSelectable | tenant_secrets.JSONSelectable | tenants.JSONSelectable | triage_policies.JSONSelectable | users.JSONSelectable;
+    export type Whereable = adapter_credentials.Whereable | adapter_heartbeats.Whereable | alert_groups.Whereable | analyzer_stats.Whereable | audit_current_tenant.Whereable | audit_grants.Whereable | audit_log.Whereable | branding_configs.Whereable | chart_compatibility.Whereable | events.Whereable | ingest_checkpoints.Whereable | install_settings.Whereable | integration_configs.Whereable | investigations.Whereable | ioc_stats.Whereable | llm_cache.Whereable | llm_usage.Whereable | metrics_hourly.Whereable | organization.Whereable | parked_jobs.Whereable | password_credentials.Whereable | pending_reviews.Whereable | projection_checkpoints.Whereable | releases.Whereable | rule_stats.Whereable | sessions.Whereable | tenant_lifecycle_events.Whereable | tenant_secrets.Whereable | tenants.Whereable | triage_policies.Whereable | users.Whereable;
+    export type Insertable = adapter_credentials.Insertable | adapter_heartbeats.Insertable | alert_groups.Insertable | analyzer_stats.Insertable | audit_current_tenant.Insertable | audit_grants.Insertable | audit_log.Insertable | branding_configs.Insertable | chart_compatibility.Insertable | events.Insertable | ingest_checkpoints.Insertable | install_settings.Insertable | integration_configs.Insertable | investigations.Insertable | ioc_stats.Insertable | llm_cache.Insertable | llm_usage.Insertable | metrics_hourly.Insertable | organization.Insertable | parked_jobs.Insertable | password_credentials.Insertable | pending_reviews.Insertable | projection_checkpoints.Insertable | releases.Insertable | rule_stats.Insertable | sessions.Insertable | tenant_lifecycle_events.Insertable | tenant_secrets.Insertable | tenants.Insertable | triage_policies.Insertable | users.Insertable;
+    export type Updatable = adapter_credentials.Updatable | adapter_heartbeats.Updatable | alert_groups.Updatable | analyzer_stats.Updatable | audit_current_tenant.Updatable | audit_grants.Updatable | audit_log.Updatable | branding_configs.Updatable | chart_compatibility.Updatable | events.Updatable | ingest_checkpoints.Updatable | install_settings.Updatable | integration_configs.Updatable | investigations.Updatable | ioc_stats.Updatable | llm_cache.Updatable | llm_usage.Updatable | metrics_hourly.Updatable | organization.Updatable | parked_jobs.Updatable | password_credentials.Updatable | pending_reviews.Updatable | projection_checkpoints.Updatable | releases.Updatable | rule_stats.Updatable | sessions.Updatable | tenant_lifecycle_events.Updatable | tenant_secrets.Updatable | tenants.Updatable | triage_policies.Updatable | users.Updatable;
+    export type UniqueIndex = adapter_credentials.UniqueIndex | adapter_heartbeats.UniqueIndex | alert_groups.UniqueIndex | analyzer_stats.UniqueIndex | audit_current_tenant.UniqueIndex | audit_grants.UniqueIndex | audit_log.UniqueIndex | branding_configs.UniqueIndex | chart_compatibility.UniqueIndex | events.UniqueIndex | ingest_checkpoints.UniqueIndex | install_settings.UniqueIndex | integration_configs.UniqueIndex | investigations.UniqueIndex | ioc_stats.UniqueIndex | llm_cache.UniqueIndex | llm_usage.UniqueIndex | metrics_hourly.UniqueIndex | organization.UniqueIndex | parked_jobs.UniqueIndex | password_credentials.UniqueIndex | pending_reviews.UniqueIndex | projection_checkpoints.UniqueIndex | releases.UniqueIndex | rule_stats.UniqueIndex | sessions.UniqueIndex | tenant_lifecycle_events.UniqueIndex | tenant_secrets.UniqueIndex | tenants.UniqueIndex | triage_policies.UniqueIndex | users.UniqueIndex;
+    export type Column = adapter_credentials.Column | adapter_heartbeats.Column | alert_groups.Column | analyzer_stats.Column | audit_current_tenant.Column | audit_grants.Column | audit_log.Column | branding_configs.Column | chart_compatibility.Column | events.Column | ingest_checkpoints.Column | install_settings.Column | integration_configs.Column | investigations.Column | ioc_stats.Column | llm_cache.Column | llm_usage.Column | metrics_hourly.Column | organization.Column | parked_jobs.Column | password_credentials.Column | pending_reviews.Column | projection_checkpoints.Column | releases.Column | rule_stats.Column | sessions.Column | tenant_lifecycle_events.Column | tenant_secrets.Column | tenants.Column | triage_policies.Column | users.Column;
   
-    export type AllBaseTables = [adapter_credentials.Table, adapter_heartbeats.Table, alert_groups.Table, analyzer_stats.Table, audit_log.Table, branding_configs.Table, chart_compatibility.Table, events.Table, ingest_checkpoints.Table, install_settings.Table, integration_configs.Table, investigations.Table, ioc_stats.Table, llm_cache.Table, llm_usage.Table, metrics_hourly.Table, organization.Table, parked_jobs.Table, password_credentials.Table, pending_reviews.Table, projection_checkpoints.Table, releases.Table, rule_stats.Table, sessions.Table, tenant_lifecycle_events.Table, tenant_secrets.Table, tenants.Table, triage_policies.Table, users.Table];
+    export type AllBaseTables = [adapter_credentials.Table, adapter_heartbeats.Table, alert_groups.Table, analyzer_stats.Table, audit_grants.Table, audit_log.Table, branding_configs.Table, chart_compatibility.Table, events.Table, ingest_checkpoints.Table, install_settings.Table, integration_configs.Table, investigations.Table, ioc_stats.Table, llm_cache.Table, llm_usage.Table, metrics_hourly.Table, organization.Table, parked_jobs.Table, password_credentials.Table, pending_reviews.Table, projection_checkpoints.Table, releases.Table, rule_stats.Table, sessions.Table, tenant_lifecycle_events.Table, tenant_secrets.Table, tenants.Table, triage_policies.Table, users.Table];
     export type AllForeignTables = [];
-    export type AllViews = [];
+    export type AllViews = [audit_current_tenant.Table];
     export type AllMaterializedViews = [];
-    export type AllTablesAndViews = [adapter_credentials.Table, adapter_heartbeats.Table, alert_groups.Table, analyzer_stats.Table, audit_log.Table, branding_configs.Table, chart_compatibility.Table, events.Table, ingest_checkpoints.Table, install_settings.Table, integration_configs.Table, investigations.Table, ioc_stats.Table, llm_cache.Table, llm_usage.Table, metrics_hourly.Table, organization.Table, parked_jobs.Table, password_credentials.Table, pending_reviews.Table, projection_checkpoints.Table, releases.Table, rule_stats.Table, sessions.Table, tenant_lifecycle_events.Table, tenant_secrets.Table, tenants.Table, triage_policies.Table, users.Table];
+    export type AllTablesAndViews = [adapter_credentials.Table, adapter_heartbeats.Table, alert_groups.Table, analyzer_stats.Table, audit_current_tenant.Table, audit_grants.Table, audit_log.Table, branding_configs.Table, chart_compatibility.Table, events.Table, ingest_checkpoints.Table, install_settings.Table, integration_configs.Table, investigations.Table, ioc_stats.Table, llm_cache.Table, llm_usage.Table, metrics_hourly.Table, organization.Table, parked_jobs.Table, password_credentials.Table, pending_reviews.Table, projection_checkpoints.Table, releases.Table, rule_stats.Table, sessions.Table, tenant_lifecycle_events.Table, tenant_secrets.Table, tenants.Table, triage_policies.Table, users.Table];
   }
 
 
@@ -7821,6 +8347,8 @@ declare module 'zapatos/schema' {
     "adapter_heartbeats": adapter_heartbeats.Selectable;
     "alert_groups": alert_groups.Selectable;
     "analyzer_stats": analyzer_stats.Selectable;
+    "audit_current_tenant": audit_current_tenant.Selectable;
+    "audit_grants": audit_grants.Selectable;
     "audit_log": audit_log.Selectable;
     "branding_configs": branding_configs.Selectable;
     "chart_compatibility": chart_compatibility.Selectable;
@@ -7853,6 +8381,8 @@ declare module 'zapatos/schema' {
     "adapter_heartbeats": adapter_heartbeats.JSONSelectable;
     "alert_groups": alert_groups.JSONSelectable;
     "analyzer_stats": analyzer_stats.JSONSelectable;
+    "audit_current_tenant": audit_current_tenant.JSONSelectable;
+    "audit_grants": audit_grants.JSONSelectable;
     "audit_log": audit_log.JSONSelectable;
     "branding_configs": branding_configs.JSONSelectable;
     "chart_compatibility": chart_compatibility.JSONSelectable;
@@ -7885,6 +8415,8 @@ declare module 'zapatos/schema' {
     "adapter_heartbeats": adapter_heartbeats.Whereable;
     "alert_groups": alert_groups.Whereable;
     "analyzer_stats": analyzer_stats.Whereable;
+    "audit_current_tenant": audit_current_tenant.Whereable;
+    "audit_grants": audit_grants.Whereable;
     "audit_log": audit_log.Whereable;
     "branding_configs": branding_configs.Whereable;
     "chart_compatibility": chart_compatibility.Whereable;
@@ -7917,6 +8449,8 @@ declare module 'zapatos/schema' {
     "adapter_heartbeats": adapter_heartbeats.Insertable;
     "alert_groups": alert_groups.Insertable;
     "analyzer_stats": analyzer_stats.Insertable;
+    "audit_current_tenant": audit_current_tenant.Insertable;
+    "audit_grants": audit_grants.Insertable;
     "audit_log": audit_log.Insertable;
     "branding_configs": branding_configs.Insertable;
     "chart_compatibility": chart_compatibility.Insertable;
@@ -7949,6 +8483,8 @@ declare module 'zapatos/schema' {
     "adapter_heartbeats": adapter_heartbeats.Updatable;
     "alert_groups": alert_groups.Updatable;
     "analyzer_stats": analyzer_stats.Updatable;
+    "audit_current_tenant": audit_current_tenant.Updatable;
+    "audit_grants": audit_grants.Updatable;
     "audit_log": audit_log.Updatable;
     "branding_configs": branding_configs.Updatable;
     "chart_compatibility": chart_compatibility.Updatable;
@@ -7981,6 +8517,8 @@ declare module 'zapatos/schema' {
     "adapter_heartbeats": adapter_heartbeats.UniqueIndex;
     "alert_groups": alert_groups.UniqueIndex;
     "analyzer_stats": analyzer_stats.UniqueIndex;
+    "audit_current_tenant": audit_current_tenant.UniqueIndex;
+    "audit_grants": audit_grants.UniqueIndex;
     "audit_log": audit_log.UniqueIndex;
     "branding_configs": branding_configs.UniqueIndex;
     "chart_compatibility": chart_compatibility.UniqueIndex;
@@ -8013,6 +8551,8 @@ declare module 'zapatos/schema' {
     "adapter_heartbeats": adapter_heartbeats.Column;
     "alert_groups": alert_groups.Column;
     "analyzer_stats": analyzer_stats.Column;
+    "audit_current_tenant": audit_current_tenant.Column;
+    "audit_grants": audit_grants.Column;
     "audit_log": audit_log.Column;
     "branding_configs": branding_configs.Column;
     "chart_compatibility": chart_compatibility.Column;
@@ -8045,6 +8585,8 @@ declare module 'zapatos/schema' {
     "adapter_heartbeats": adapter_heartbeats.SQL;
     "alert_groups": alert_groups.SQL;
     "analyzer_stats": analyzer_stats.SQL;
+    "audit_current_tenant": audit_current_tenant.SQL;
+    "audit_grants": audit_grants.SQL;
     "audit_log": audit_log.SQL;
     "branding_configs": branding_configs.SQL;
     "chart_compatibility": chart_compatibility.SQL;

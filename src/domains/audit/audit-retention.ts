@@ -1,5 +1,7 @@
 // Audit retention (spec §8): rows older than the install's retention window are deleted in
 // short batches through the system gate, and every run leaves one `audit.purge` row behind.
+// Sessions that ended before the same cutoff go in the same run (issue 27 item 7): a session
+// row is kept as long as the audit rows that name it.
 import type { SystemGate } from '../../db/system-gate.ts';
 import type { SystemTx } from '../../db/tenant-context.ts';
 import { writeAudit } from './audit-repository.ts';
@@ -17,8 +19,10 @@ const DAY_MS = 86_400_000;
 export type PurgeTrigger = 'schedule' | 'operator';
 
 export interface AuditPurgeRun {
-  /** Rows deleted by the whole run. */
+  /** Audit rows deleted by the whole run. */
   deleted: number;
+  /** Sessions deleted by the whole run: those that ended (revoked or expired) before the cutoff. */
+  sessionsDeleted: number;
   /** The cutoff: every row older was deleted, none at or after it was touched. */
   before: Date;
   retentionDays: number;
@@ -34,6 +38,11 @@ export interface AuditRetentionDeps {
    * compose: settings writes audit rows, so audit importing settings would close a cycle).
    */
   retentionDays: (tx: SystemTx) => Promise<number>;
+  /**
+   * Deletes up to `limit` sessions that ended before `before`, returning how many (the
+   * sessions repository's purgeEndedSessions, passed in by compose for the same reason).
+   */
+  purgeSessions: (tx: SystemTx, before: Date, limit: number) => Promise<number>;
   batchSize?: number;
 }
 
@@ -52,6 +61,7 @@ function summary(run: AuditPurgeRun, trigger: PurgeTrigger): AuditEntry {
     resourceType: 'audit_log',
     details: {
       deleted: run.deleted,
+      sessions_deleted: run.sessionsDeleted,
       before: run.before.toISOString(),
       retention_days: run.retentionDays,
       batches: run.batches,
@@ -70,18 +80,31 @@ export function createAuditRetention(deps: AuditRetentionDeps) {
      */
     async purge(trigger: PurgeTrigger): Promise<AuditPurgeRun> {
       let window: PurgeWindow | undefined;
-      let done = { deleted: 0, batches: 0 };
+      let done = { deleted: 0, sessionsDeleted: 0, batches: 0, sessionsLeft: true };
       for (;;) {
         const step = await deps.system.withSystem(PURGE, async (tx) => {
           window ??= windowAt(deps.now(), await deps.retentionDays(tx));
+          // Each batch transaction deletes up to a batch of each, until both come up short.
+          const sessions = done.sessionsLeft
+            ? await deps.purgeSessions(tx, window.before, batchSize)
+            : 0;
           const deleted = await purgeAuditBatch(tx, window.before, batchSize);
-          const run = { ...window, deleted: done.deleted + deleted, batches: done.batches + 1 };
+          const run = {
+            ...window,
+            deleted: done.deleted + deleted,
+            sessionsDeleted: done.sessionsDeleted + sessions,
+            batches: done.batches + 1,
+            sessionsLeft: sessions === batchSize,
+          };
           // A short batch is the last: the run's own row commits with it.
-          const last = deleted < batchSize;
+          const last = deleted < batchSize && !run.sessionsLeft;
           if (last) await writeAudit(tx, summary(run, trigger));
           return { run, last };
         });
-        if (step.last) return step.run;
+        if (step.last) {
+          const { sessionsLeft: _, ...run } = step.run;
+          return run;
+        }
         done = step.run;
       }
     },

@@ -246,7 +246,23 @@ export async function listenForEvents(client: pg.Client): Promise<void> {
   await client.query(`LISTEN ${EVENTS_CHANNEL}`);
 }
 
-/** A round trip on the LISTEN connection, which otherwise only receives. */
+/** The channel sql/0027_session_revocation_purge.sql notifies revocations on. */
+export const REVOCATION_CHANNEL = 'svc_revocation';
+
+/**
+ * Subscribes the same connection to revocation notices: one connection receives both
+ * channels in commit order, so a revocation is seen before any event committed after it.
+ */
+export async function listenForRevocations(client: pg.Client): Promise<void> {
+  await client.query(`LISTEN ${REVOCATION_CHANNEL}`);
+}
+
+/**
+ * A round trip on the LISTEN connection, which otherwise only receives. It doubles as a
+ * barrier: PostgreSQL sends a listener every notification of a transaction that committed
+ * before the query arrived ahead of the query's answer, so once it resolves every such
+ * notification has been handled (pg emits them synchronously as it reads them).
+ */
 export async function pingListener(client: pg.Client): Promise<void> {
   await client.query('SELECT 1');
 }

@@ -9,7 +9,7 @@ import {
   type StoredEvent,
 } from './event-repository.ts';
 import { EventListener, type ListenSource } from './listener.ts';
-import type { Notice } from './notice.ts';
+import type { Notice, RevocationNotice } from './notice.ts';
 import { Subscriber, type Subscription } from './subscription.ts';
 
 export const EVENT_HUB_DEFAULTS = {
@@ -45,6 +45,11 @@ export interface SubscribeOptions {
 /** Told of every tenant's new events (hints, as the notices themselves) and of reconnects. */
 export interface NoticeObserver {
   notice(tenantId: string, id: bigint): void;
+  /**
+   * A revocation notice (sql/0027), told synchronously and before any event committed after
+   * it is handed to a subscriber: the credential watch pauses the matching streams here.
+   */
+  revocation?(notice: RevocationNotice): void;
   /** The LISTEN connection is back; notices sent while it was down are gone. */
   reconnected(): void;
 }
@@ -65,6 +70,11 @@ export interface EventHub {
   subscribe(tenantId: string, options?: SubscribeOptions): Promise<Subscription>;
   /** Observes every notice of every tenant (the projector's wake-up); returns the unsubscribe. */
   watch(observer: NoticeObserver): () => void;
+  /**
+   * Resolves once every notice committed before the call has been handed to the observers;
+   * rejects while the LISTEN connection is down.
+   */
+  sync(): Promise<void>;
   status(): EventHubStatus;
   close(): Promise<void>;
 }
@@ -117,6 +127,9 @@ class Hub implements EventHub {
       reconnectMinMs: this.#retryMs,
       reconnectMaxMs: options.reconnectMaxMs ?? EVENT_HUB_DEFAULTS.reconnectMaxMs,
       onNotice: (notice) => this.#onNotice(notice),
+      onRevocation: (notice) => {
+        for (const observer of this.#observers) observer.revocation?.(notice);
+      },
       onReconnect: () => this.#catchUp(),
       onError: this.#onError,
       later: (fn, ms) => this.#later(fn, ms),
@@ -160,6 +173,10 @@ class Hub implements EventHub {
   watch(observer: NoticeObserver): () => void {
     this.#observers.add(observer);
     return () => this.#observers.delete(observer);
+  }
+
+  sync(): Promise<void> {
+    return this.#listener.sync();
   }
 
   status(): EventHubStatus {
@@ -227,11 +244,19 @@ class Hub implements EventHub {
       this.#channels.delete(channel.tenantId);
   }
 
+  /**
+   * Every page is read, then synced with the LISTEN connection before anyone gets it: any
+   * revocation that committed before an event on the page committed has then been told to the
+   * observers (the credential watch), so a revoked stream is paused before that event reaches
+   * it (issue 27 item 3) — whichever notice triggered the read. While the connection is down
+   * nothing is handed on; the reconnect re-checks every credential, then catches up.
+   */
   async #readPage(tenantId: string, afterId: bigint, limit: number): Promise<StoredEvent[]> {
     try {
       const events = await this.#db.withTenant(tenantId, (tx) =>
         readEventsAfter(tx, afterId, limit),
       );
+      if (events.length > 0) await this.#listener.sync();
       return this.#ownedBy(tenantId, events);
     } catch (error) {
       this.#onError(error, `events: reading tenant ${tenantId}`);

@@ -17,4 +17,5 @@ export {
   type NoticeObserver,
   type SubscribeOptions,
 } from './event-service.ts';
+export type { RevocationNotice } from './notice.ts';
 export type { CloseReason, HubMessage, Subscription } from './subscription.ts';

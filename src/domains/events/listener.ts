@@ -1,7 +1,13 @@
 import pg from 'pg';
 import { clientConfig, type DatabaseTarget } from '../../db/target.ts';
-import { EVENTS_CHANNEL, listenForEvents, pingListener } from './event-repository.ts';
-import { type Notice, parseNotice } from './notice.ts';
+import {
+  EVENTS_CHANNEL,
+  listenForEvents,
+  listenForRevocations,
+  pingListener,
+  REVOCATION_CHANNEL,
+} from './event-repository.ts';
+import { type Notice, parseNotice, parseRevocation, type RevocationNotice } from './notice.ts';
 
 /** Where the LISTEN connection comes from: svc_app on the target, or a client factory. */
 export type ListenSource =
@@ -13,6 +19,8 @@ export interface ListenerOptions {
   reconnectMinMs: number;
   reconnectMaxMs: number;
   onNotice: (notice: Notice) => void;
+  /** Handled synchronously, before any notification that follows it is looked at. */
+  onRevocation: (notice: RevocationNotice) => void;
   /** The connection is back after a loss; notices sent while it was down are gone. */
   onReconnect: () => void;
   onError: (error: unknown, context: string) => void;
@@ -67,6 +75,16 @@ export class EventListener {
     });
   }
 
+  /**
+   * Resolves once every notification committed before this call has been handled (see
+   * pingListener); rejects while the connection is down, since notices may be lost then.
+   */
+  async sync(): Promise<void> {
+    const client = this.#client;
+    if (!client) throw new Error('the LISTEN connection is down');
+    await pingListener(client);
+  }
+
   async close(): Promise<void> {
     this.#closed = true;
     const client = this.#client;
@@ -75,6 +93,11 @@ export class EventListener {
   }
 
   #onNotification(message: pg.Notification): void {
+    if (message.channel === REVOCATION_CHANNEL) {
+      const revocation = parseRevocation(message.payload);
+      if (revocation) this.#options.onRevocation(revocation);
+      return;
+    }
     if (message.channel !== EVENTS_CHANNEL) return;
     const notice = parseNotice(message.payload);
     if (notice) this.#options.onNotice(notice);
@@ -88,6 +111,7 @@ export class EventListener {
     client.on('end', () => this.#lost(client, new Error('LISTEN connection ended')));
     try {
       await client.connect();
+      await listenForRevocations(client);
       await listenForEvents(client);
     } catch (error) {
       await client.end().catch(() => undefined);

@@ -26,3 +26,32 @@ export function parseNotice(payload: string | undefined): Notice | undefined {
   const parsed = parseEventId(id);
   return parsed === undefined ? undefined : { tenantId: tenantId.toLowerCase(), id: parsed };
 }
+
+/**
+ * A NOTIFY on the revocation channel (sql/0027): something about this session, user or
+ * tenant changed that may end credentials. A hint like the events notice, and for the same
+ * reason: the listener pauses the matching streams and re-reads their credentials, so a forged
+ * notice costs one re-check and ends nothing by itself.
+ */
+export interface RevocationNotice {
+  kind: 'session' | 'user' | 'tenant';
+  id: string;
+}
+
+const REVOCATION_KINDS = ['session', 'user', 'tenant'] as const;
+
+export function parseRevocation(payload: string | undefined): RevocationNotice | undefined {
+  if (payload === undefined || payload.length > 200) return undefined;
+  let value: unknown;
+  try {
+    value = JSON.parse(payload);
+  } catch {
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null) return undefined;
+  const entries = Object.entries(value);
+  if (entries.length !== 1) return undefined;
+  const [kind, id] = entries[0] as [string, unknown];
+  const known = REVOCATION_KINDS.find((k) => k === kind);
+  return known && isUuid(id) ? { kind: known, id: id.toLowerCase() } : undefined;
+}

@@ -4,14 +4,16 @@ import {
   expiryAt,
   hardDeadline,
 } from '../../auth/credential.ts';
+import type { AuthMode } from '../../config/index.ts';
 import type { AppDatabase } from '../../db/pools.ts';
 import { findUserStates, type UserState } from '../users/user-repository.ts';
 import { findSessionsById, isLive, type SessionRow } from './session-repository.ts';
 
 /**
- * How often open credentials are re-checked against the database: a revocation (logout,
- * password reset, deactivation) reaches open streams within this. Expiry needs no pass: a
- * timer per credential fires at its deadline.
+ * How often open credentials are re-checked against the database anyway. Revocations reach
+ * open streams at once through their notices (sql/0027, `revoked`); this pass is the backstop
+ * should a notice path ever fail. Expiry needs no pass: a timer per credential fires at its
+ * deadline.
  */
 export const CREDENTIAL_RECHECK_MS = 5_000;
 
@@ -24,12 +26,38 @@ export interface CredentialLease {
   readonly ended: Promise<CredentialEnd>;
   /** The end if it has come, judged now: a passed hard deadline counts before its timer fires. */
   check(): CredentialEnd | undefined;
+  /**
+   * Resolves once the credential is not in doubt: at once, except from `watch` until its
+   * first check and from a revocation notice naming it (or a lost LISTEN connection) until
+   * the database has been read again. Nothing is written to its holder before (issue 27 item 3).
+   */
+  settled(): Promise<void>;
   /** Stops watching (the work ended for another reason). */
   release(): void;
 }
 
+/** What a revocation notice names (src/domains/events/notice.ts, sql/0027). */
+export interface RevocationHint {
+  kind: 'session' | 'user' | 'tenant';
+  id: string;
+}
+
 export interface CredentialWatch {
+  /**
+   * Starts watching. The lease is in doubt until one check of its own has read the database
+   * after this call: a revocation committed between the request's check and this call sent
+   * its notice before the lease existed, and that read sees it instead.
+   */
   watch(credential: Credential): CredentialLease;
+  /**
+   * A revocation notice: every lease it may concern is put in doubt now, synchronously, and
+   * re-checked at once; a forged or irrelevant notice only costs that re-check.
+   */
+  revoked(hint: RevocationHint): void;
+  /** Notices may have been lost (the LISTEN connection was down): every lease is re-checked. */
+  recheckAll(): void;
+  /** Resolves once no lease that is in doubt now is still in doubt. */
+  settled(): Promise<void>;
   status(): { watched: number; passes: number };
 }
 
@@ -37,6 +65,11 @@ export interface CredentialWatchOptions {
   db: AppDatabase;
   now: () => Date;
   recheckMs?: number;
+  /**
+   * The install's auth mode: a forced password change ends credentials only in internal mode,
+   * as the request middleware judges (src/http/authenticate.ts). Default internal.
+   */
+  authMode?: AuthMode;
   /** A re-check that could not read the database, for logging; the watched credentials stay. */
   onError?: (error: unknown) => void;
 }
@@ -46,6 +79,9 @@ class Lease implements CredentialLease {
   credential: Credential;
   end: CredentialEnd | undefined;
   timer: NodeJS.Timeout | undefined;
+  /** Counts the doubts cast: a re-check clears only the doubts cast before it read. */
+  doubts = 0;
+  #doubt: { promise: Promise<void>; resolve: () => void } | undefined;
   #resolve: (end: CredentialEnd) => void = () => undefined;
   readonly #watch: Watch;
 
@@ -65,11 +101,39 @@ class Lease implements CredentialLease {
     return this.end;
   }
 
+  settled(): Promise<void> {
+    return this.#doubt?.promise ?? Promise.resolve();
+  }
+
+  /** Holds writes back until a re-check that starts after this call has read the database. */
+  doubt(): void {
+    if (this.end) return;
+    this.doubts++;
+    if (this.#doubt) return;
+    let resolve: () => void = () => undefined;
+    const promise = new Promise<void>((r) => {
+      resolve = r;
+    });
+    this.#doubt = { promise, resolve };
+  }
+
+  /** A re-check that started when `doubts` was this count found the credential valid. */
+  confirm(doubts: number): void {
+    if (doubts === this.doubts) this.#lift();
+  }
+
   finish(end: CredentialEnd): void {
     if (this.end) return;
     this.end = end;
     this.#resolve(end);
+    this.#lift();
     this.release();
+  }
+
+  #lift(): void {
+    const doubt = this.#doubt;
+    this.#doubt = undefined;
+    doubt?.resolve();
   }
 
   release(): void {
@@ -95,8 +159,10 @@ class Watch implements CredentialWatch {
   readonly now: () => Date;
   readonly #db: AppDatabase;
   readonly #recheckMs: number;
+  readonly #mustChangeEnds: boolean;
   readonly #onError: (error: unknown) => void;
   readonly #leases = new Set<Lease>();
+  readonly #suspects = new Set<Lease>();
   #interval: NodeJS.Timeout | undefined;
   #running = false;
   #passes = 0;
@@ -105,6 +171,7 @@ class Watch implements CredentialWatch {
     this.#db = options.db;
     this.now = options.now;
     this.#recheckMs = options.recheckMs ?? CREDENTIAL_RECHECK_MS;
+    this.#mustChangeEnds = (options.authMode ?? 'internal') === 'internal';
     this.#onError = options.onError ?? (() => undefined);
   }
 
@@ -113,12 +180,41 @@ class Watch implements CredentialWatch {
     this.#leases.add(lease);
     this.#arm(lease);
     if (lease.check()) return lease;
+    this.#suspect(lease);
     // Idle while nothing is watched: no timer keeps the process awake or queries for nobody.
     if (!this.#interval) {
       this.#interval = setInterval(() => void this.#pass(), this.#recheckMs);
       this.#interval.unref();
     }
     return lease;
+  }
+
+  revoked(hint: RevocationHint): void {
+    for (const lease of this.#leases) if (concerns(lease.credential, hint)) this.#suspect(lease);
+  }
+
+  recheckAll(): void {
+    for (const lease of this.#leases) this.#suspect(lease);
+  }
+
+  async settled(): Promise<void> {
+    await Promise.all([...this.#leases].map((lease) => lease.settled()));
+  }
+
+  /**
+   * Puts the lease in doubt now and re-checks it soon: the doubts cast while one batch of
+   * notices is read (pg hands them over synchronously) share one re-check.
+   */
+  #suspect(lease: Lease): void {
+    lease.doubt();
+    const first = this.#suspects.size === 0;
+    this.#suspects.add(lease);
+    if (!first) return;
+    queueMicrotask(() => {
+      const leases = [...this.#suspects];
+      this.#suspects.clear();
+      void this.#run(leases);
+    });
   }
 
   status(): { watched: number; passes: number } {
@@ -170,12 +266,15 @@ class Watch implements CredentialWatch {
       await this.#recheck(leases);
     } catch (error) {
       // The database is unreachable, so nobody can revoke anything either; hard deadlines
-      // still hold, and the next pass judges whatever happened meanwhile.
+      // still hold, a lease in doubt stays paused, and the next pass judges whatever
+      // happened meanwhile.
       this.#onError(error);
     }
   }
 
   async #recheck(leases: Lease[]): Promise<void> {
+    // Only doubts cast before the reads below can be cleared by what they find.
+    const doubts = new Map(leases.map((lease) => [lease, lease.doubts]));
     const sessionIds = new Set<string>();
     const usersByScope = new Map<string | null, Set<string>>([[null, new Set()]]);
     for (const { credential } of leases) {
@@ -202,14 +301,32 @@ class Watch implements CredentialWatch {
     for (const lease of leases) {
       const { credential } = lease;
       const session = credential.kind === 'session' ? sessions.get(credential.sessionId) : null;
-      const end = judge(credential, users.get(credential.userId), session, now);
-      if (end) lease.finish(end);
-      else if (session && credential.kind === 'session') {
+      const end = judge(credential, users.get(credential.userId), session, now, {
+        mustChangeEnds: this.#mustChangeEnds,
+      });
+      if (end) {
+        lease.finish(end);
+        continue;
+      }
+      if (session && credential.kind === 'session') {
         // Other requests of the session may have slid its idle expiry; the stream follows.
         lease.credential = { ...credential, idleExpiry: session.idle_expiry };
         this.#arm(lease);
       }
+      lease.confirm(doubts.get(lease) ?? -1);
     }
+  }
+}
+
+/** Whether a revocation notice may concern this credential (the re-check decides). */
+function concerns(credential: Credential, hint: RevocationHint): boolean {
+  switch (hint.kind) {
+    case 'session':
+      return credential.kind === 'session' && credential.sessionId === hint.id;
+    case 'user':
+      return credential.userId === hint.id;
+    case 'tenant':
+      return credential.userTenant === hint.id;
   }
 }
 
@@ -222,6 +339,7 @@ function judge(
   user: UserState | undefined,
   session: SessionRow | null | undefined,
   now: Date,
+  rules: { mustChangeEnds: boolean },
 ): CredentialEnd | undefined {
   if (!user || user.disabled_at !== null) return { event: 'revoked', reason: 'user_disabled' };
   if (user.role !== credential.role || user.tenant_id !== credential.userTenant)
@@ -235,8 +353,10 @@ function judge(
       return { event: 'revoked', reason: 'session_revoked' };
     if (!isLive(session, now)) return { event: 'expired', reason: 'session_expired' };
   }
-  // Proxy mode never asks for a password change: the proxy authenticates.
-  if (credential.kind !== 'proxy' && user.must_change)
+  // Proxy mode never asks for a password change, not even of a token's holder: the proxy
+  // authenticates, and the password set for the move to internal mode (spec §5.10) is not
+  // used until then.
+  if (rules.mustChangeEnds && user.must_change)
     return { event: 'revoked', reason: 'password_change_required' };
   return expiryAt(credential, now);
 }

@@ -2,7 +2,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type * as s from 'zapatos/schema';
 import { isUuid } from '../../../contracts/uuid.ts';
 import type { UserRow } from '../../auth/identity.ts';
-import type { InstallTx, Transaction } from '../../db/tenant-context.ts';
+import type { InstallTx, SystemTx, Transaction } from '../../db/tenant-context.ts';
 
 export const SESSION_ABSOLUTE_MS = 12 * 60 * 60 * 1000;
 export const SESSION_IDLE_MS = 30 * 60 * 1000;
@@ -217,4 +217,28 @@ export async function countLiveSessions(tx: InstallTx, now: Date): Promise<numbe
     [now],
   );
   return rows[0]?.live ?? 0;
+}
+
+/**
+ * Deletes up to `limit` sessions that ended before `before` and returns how many (issue 27
+ * item 7, the retention purge). A session ends at the first of its revocation, its idle expiry
+ * as last slid and its absolute expiry; a live one never qualifies, whatever its age. A
+ * session ends no earlier than it was created, so the candidates are found through
+ * sessions_created_at_idx (sql/0027) and the end decides. Through the system gate: svc_app
+ * may not DELETE sessions.
+ */
+export async function purgeEndedSessions(
+  tx: SystemTx,
+  before: Date,
+  limit: number,
+): Promise<number> {
+  const { rowCount } = await tx.query(
+    `DELETE FROM sessions
+      WHERE id IN (SELECT id FROM sessions
+                    WHERE created_at < $1
+                      AND least(revoked_at, idle_expiry, absolute_expiry) < $1
+                    LIMIT $2)`,
+    [before, limit],
+  );
+  return rowCount ?? 0;
 }

@@ -21,7 +21,12 @@ export function auditPurgeSchedule(
     run: async () => {
       const run = await retention.purge('schedule');
       logger.info(
-        { deleted: run.deleted, before: run.before.toISOString(), batches: run.batches },
+        {
+          deleted: run.deleted,
+          sessions_deleted: run.sessionsDeleted,
+          before: run.before.toISOString(),
+          batches: run.batches,
+        },
         'audit retention purge',
       );
     },

@@ -5,6 +5,7 @@ import type { Hono } from 'hono';
 import pg from 'pg';
 import { TenantState } from '../../contracts/mssp.ts';
 import { createOriginPolicy, type OriginPolicy } from '../auth/csrf.ts';
+import { createDeviceCookies, type DeviceCookies, deriveDeviceKey } from '../auth/device-cookie.ts';
 import { createPasswordHasher, type HashParams, type PasswordHasher } from '../auth/passwords.ts';
 import { createNamespaceStore } from '../cluster/namespaces.ts';
 import { createSecretStore, loadKubeConfig, type SecretStore } from '../cluster/secrets.ts';
@@ -44,7 +45,7 @@ import {
   type CredentialWatch,
   createCredentialWatch,
 } from '../domains/sessions/credential-watch.ts';
-import { countLiveSessions } from '../domains/sessions/session-repository.ts';
+import { countLiveSessions, purgeEndedSessions } from '../domains/sessions/session-repository.ts';
 import { createAuthService } from '../domains/sessions/session-service.ts';
 import { readAuditRetentionDays } from '../domains/settings/settings-repository.ts';
 import { createSettingsService } from '../domains/settings/settings-service.ts';
@@ -60,7 +61,12 @@ import { createHostPolicy } from '../http/hosts.ts';
 import { type ApiServices, createApp } from '../http/server/app.ts';
 import { WEB_DIST_DIR } from '../http/web/spa.ts';
 import type { Logger } from '../log/index.ts';
-import { countingIngest, countingSignIns, countingTakes } from '../metrics/counted.ts';
+import {
+  countingIngest,
+  countingPurges,
+  countingSignIns,
+  countingTakes,
+} from '../metrics/counted.ts';
 import {
   createMetricsRegistry,
   type MetricsRegistry,
@@ -120,6 +126,8 @@ export interface Core {
   system: SystemGate;
   hasher: PasswordHasher;
   tokens: TokenService;
+  /** Signs and checks the sign-in device cookies (docs/auth.md "Device cookie"). */
+  devices: DeviceCookies;
   /** One registry per process: every part records into it, `/metrics` reads it. */
   metrics: MetricsRegistry;
   close(): Promise<void>;
@@ -146,6 +154,7 @@ export async function composeCore(input: CoreInput): Promise<Core> {
     system,
     hasher,
     tokens: createTokenService({ key, now }),
+    devices: createDeviceCookies({ key: await deriveDeviceKey(key.privateKey), now }),
     metrics: input.metrics ?? createMetricsRegistry(),
     close: async () => {
       // A borrowed pool stays open: its owner closes it.
@@ -261,7 +270,14 @@ export async function composeApi(core: Core, input: ApiInput = {}): Promise<Api>
     ...(input.heartbeatMs !== undefined ? { heartbeatMs: input.heartbeatMs } : {}),
     onError: (error, context) => logger.warn({ err: error, context }, 'event hub recovered'),
   });
-  const watch = createCredentialWatch({ db, now: core.now });
+  const watch = createCredentialWatch({ db, now: core.now, authMode: config.authMode });
+  // Revocation notices reach the watch on the hub's LISTEN connection, in commit order with
+  // the event notices (issue 27 item 3); after a lost connection every credential is re-read.
+  events.watch({
+    notice: () => undefined,
+    revocation: (hint) => watch.revoked(hint),
+    reconnected: () => watch.recheckAll(),
+  });
   const localDefault =
     (input.embedded ?? false) && !config.auth.msspHostname && !config.auth.customerHostname;
   const origins =
@@ -287,6 +303,7 @@ export async function composeApi(core: Core, input: ApiInput = {}): Promise<Api>
       auth: config.auth,
       origins,
       tokens: core.tokens,
+      devices: core.devices,
       streams: { events, watch },
       unitOfWork: db.unitOfWork,
       edgePortBase: input.tenancy?.edgePortBase ?? config.orchestrator.edgePortBase,
@@ -393,12 +410,16 @@ export function composeAuditRetention(
   core: Core,
   input: { batchSize?: number } = {},
 ): AuditRetention {
-  return createAuditRetention({
-    system: core.system,
-    now: core.now,
-    retentionDays: readAuditRetentionDays,
-    ...input,
-  });
+  return countingPurges(
+    createAuditRetention({
+      system: core.system,
+      now: core.now,
+      retentionDays: readAuditRetentionDays,
+      purgeSessions: purgeEndedSessions,
+      ...input,
+    }),
+    core.metrics,
+  );
 }
 
 /** The projections domain over the core (the projector's folds, `svc projections rebuild`). */

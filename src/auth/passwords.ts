@@ -37,63 +37,147 @@ export interface VerifyResult {
   needsRehash: boolean;
 }
 
+/**
+ * Which queue a sign-in waits in: `device` for an attempt carrying a valid device cookie of
+ * the account it names (src/auth/device-cookie.ts), served before every `anonymous` waiter
+ * and bounded separately, so a flood of anonymous attempts cannot keep it out.
+ */
+export type HashLane = 'device' | 'anonymous';
+
+/**
+ * A place held in the hasher's bound from before an attempt's database lookup until it ends:
+ * a flood is refused before it costs a query, not after. Its hashes run in its lane.
+ */
+export interface HashPlace {
+  verify(stored: string, password: string): Promise<VerifyResult>;
+  verifyDummy(password: string): Promise<void>;
+  hash(password: string): Promise<string>;
+  release(): void;
+}
+
 export interface PasswordHasher {
   hash(password: string): Promise<string>;
   verify(stored: string, password: string): Promise<VerifyResult>;
   /** Spends the same work as a real verify, for accounts that do not exist. */
   verifyDummy(password: string): Promise<void>;
+  /** Holds a place in `lane`, or throws HasherBusyError when that lane is full. */
+  reserve(lane: HashLane): HashPlace;
+  /** Whether `lane` would admit one more attempt now. */
+  admits(lane: HashLane): boolean;
   inFlight(): number;
 }
 
 /**
  * Each argon2id computation holds 64 MiB, so at most `concurrency` run at once and at most
- * `queue` more wait; beyond that callers get HasherBusyError instead of memory growth. The
- * places are first come, first served; sharing them fairly between clients is the HTTP
- * layer's job (HASHES_PER_ADDRESS in src/http/auth/routes.ts).
+ * `queue` more wait (or hold a reserved place); beyond that callers get HasherBusyError
+ * instead of memory growth. Anonymous places are first come, first served; sharing them
+ * fairly between clients is the HTTP layer's job (HASHES_PER_ADDRESS in
+ * src/http/auth/routes.ts). The device lane has its own `deviceQueue` places and is served
+ * first whenever a computation ends, so a trusted device waits for at most one hash to end.
  */
 export function createPasswordHasher(options: {
   concurrency: number;
   queue: number;
+  /** Places of the device lane; default `queue`. */
+  deviceQueue?: number;
   params?: HashParams;
 }): PasswordHasher {
   const params = options.params ?? PASSWORD_PARAMS;
+  const bound: Record<HashLane, number> = {
+    anonymous: options.queue,
+    device: options.deviceQueue ?? options.queue,
+  };
   let running = 0;
-  const waiting: (() => void)[] = [];
+  const waiting: Record<HashLane, (() => void)[]> = { device: [], anonymous: [] };
+  /** Reserved places not computing right now, per lane. */
+  const held: Record<HashLane, number> = { device: 0, anonymous: 0 };
 
-  async function slot<T>(work: () => Promise<T>): Promise<T> {
+  /** A lane admits its bound plus whatever computing slots are free right now. */
+  const admits = (lane: HashLane) =>
+    held[lane] + waiting[lane].length < bound[lane] + Math.max(0, options.concurrency - running);
+  function admit(lane: HashLane): void {
+    if (!admits(lane)) throw new HasherBusyError('password hashing is saturated');
+  }
+
+  async function slot<T>(lane: HashLane, work: () => Promise<T>): Promise<T> {
     if (running >= options.concurrency) {
-      if (waiting.length >= options.queue)
-        throw new HasherBusyError('password hashing is saturated');
-      await new Promise<void>((resolve) => waiting.push(resolve));
+      await new Promise<void>((resolve) => waiting[lane].push(resolve));
     } else {
       running++;
     }
     try {
       return await work();
     } finally {
-      const next = waiting.shift();
+      // The slot passes straight to the next waiter, device lane first.
+      const next = waiting.device.shift() ?? waiting.anonymous.shift();
       if (next) next();
       else running--;
     }
   }
 
-  const hash = (password: string) =>
-    slot(() =>
-      argon2Hash(password, { ...params, algorithm: ARGON2ID, salt: randomBytes(SALT_BYTES) }),
-    );
+  const argon2 = (password: string) =>
+    argon2Hash(password, { ...params, algorithm: ARGON2ID, salt: randomBytes(SALT_BYTES) });
   let dummy: Promise<string> | undefined;
+  // Made once, outside the bound (a caller already holds a place); forgotten if it failed,
+  // so one failure cannot fail every later unknown-email attempt.
+  const dummyHash = () => {
+    dummy ??= argon2(randomBytes(18).toString('base64url')).catch((error: unknown) => {
+      dummy = undefined;
+      throw error;
+    });
+    return dummy;
+  };
+
+  /** A call without a reserved place: admitted as one, held only while it waits and runs. */
+  async function unreserved<T>(work: () => Promise<T>): Promise<T> {
+    admit('anonymous');
+    return slot('anonymous', work);
+  }
+
+  function placeIn(lane: HashLane): HashPlace {
+    admit(lane);
+    held[lane]++;
+    let released = false;
+    /** While it computes the place is `running` (or `waiting`), not `held`. */
+    const run = async <T>(work: () => Promise<T>): Promise<T> => {
+      if (released) throw new Error('hash place used after release');
+      held[lane]--;
+      try {
+        return await slot(lane, work);
+      } finally {
+        held[lane]++;
+      }
+    };
+    return {
+      async verify(stored, password) {
+        const ok = await run(() => argon2Verify(stored, password));
+        return { ok, needsRehash: ok && !sameParams(stored, params) };
+      },
+      async verifyDummy(password) {
+        const stored = await dummyHash();
+        await run(() => argon2Verify(stored, password));
+      },
+      hash: (password) => run(() => argon2(password)),
+      release() {
+        if (released) return;
+        released = true;
+        held[lane]--;
+      },
+    };
+  }
 
   return {
-    hash,
+    hash: (password) => unreserved(() => argon2(password)),
     async verify(stored, password) {
-      const ok = await slot(() => argon2Verify(stored, password));
+      const ok = await unreserved(() => argon2Verify(stored, password));
       return { ok, needsRehash: ok && !sameParams(stored, params) };
     },
     async verifyDummy(password) {
-      dummy ??= hash(randomBytes(18).toString('base64url'));
-      const stored = await dummy;
-      await slot(() => argon2Verify(stored, password));
+      const stored = await dummyHash();
+      await unreserved(() => argon2Verify(stored, password));
     },
+    reserve: placeIn,
+    admits,
     inFlight: () => running,
   };
 }

@@ -50,6 +50,10 @@ export function createAppDatabase(target: DatabaseTarget, max = 10): AppDatabase
   });
   // An idle client's network error must not crash the process; the pool replaces it.
   pool.on('error', () => undefined);
+  // /healthz asks on a connection of its own: whether the database answers svc_app must not
+  // wait behind a queue of requests for the main pool (a sign-in flood; issue 27 item 6).
+  const health = new pg.Pool({ ...clientConfig(target, 'app'), max: 1, idleTimeoutMillis: 30_000 });
+  health.on('error', () => undefined);
   const scoped = <T>(
     tenantId: string | null,
     fn: (tx: Transaction) => Promise<T>,
@@ -65,12 +69,14 @@ export function createAppDatabase(target: DatabaseTarget, max = 10): AppDatabase
       guardUnit(pool, statement, context, refused, readOnly),
     ping: async () => {
       try {
-        await pool.query('SELECT 1');
+        await health.query('SELECT 1');
         return true;
       } catch {
         return false;
       }
     },
-    close: () => pool.end(),
+    close: async () => {
+      await Promise.all([pool.end(), health.end()]);
+    },
   };
 }

@@ -69,7 +69,8 @@ test('§9.5.6 login creates a session with tenant_context and sets the svc_sessi
   const viewer = await user('customer_viewer');
   const res = await client(api).login(viewer.email, PASSWORD);
   assert.equal(res.status, 200);
-  const cookie = res.headers.get('set-cookie') ?? '';
+  // The session cookie; the device cookie beside it is device-cookie.test.ts's.
+  const cookie = res.headers.getSetCookie().find((c) => c.startsWith('svc_session=')) ?? '';
   const [pair, ...attributes] = cookie.split('; ');
   assert.match(pair ?? '', /^svc_session=[A-Za-z0-9_-]{22}$/);
   assert.deepEqual(attributes, [

@@ -1,7 +1,7 @@
 // Sessions: signing in and out, the per-request session check (spec §5.5), the lockout, and
 // a user's own password change; session rows are the sessions repository's.
 import { type Identity, identityOf } from '../../auth/identity.ts';
-import type { PasswordHasher } from '../../auth/passwords.ts';
+import type { HashPlace, PasswordHasher } from '../../auth/passwords.ts';
 import type { AuthMode } from '../../config/index.ts';
 import type { AppDatabase } from '../../db/pools.ts';
 import type { Transaction } from '../../db/tenant-context.ts';
@@ -103,104 +103,135 @@ export function createAuthService({
     );
   }
 
+  async function signIn(
+    input: {
+      email: string;
+      password: string;
+      ip: string | null;
+      userAgent: string | null;
+      trustedDevice?: boolean;
+    },
+    place: HashPlace,
+  ): Promise<LoginResult> {
+    const email = normaliseEmail(input.email);
+    const record = await db.withoutTenant((tx) => findLogin(tx, email));
+    if (!record?.credential || record.disabled_at !== null) {
+      await place.verifyDummy(input.password);
+      await db.withoutTenant((tx) =>
+        writeAudit(tx, {
+          tenantId: null,
+          actorPrincipal: 'User',
+          actorId: record?.id ?? 'anonymous',
+          action: 'auth.login.failure',
+          resourceType: 'user',
+          resourceId: record?.id ?? null,
+          details: { reason: 'unknown_email', email, ip: input.ip },
+        }),
+      );
+      return { kind: 'invalid' };
+    }
+    const user = record;
+    const credential = record.credential;
+    const audit = (tx: Transaction, action: string, details: Record<string, unknown> = {}) =>
+      writeAudit(tx, {
+        tenantId: user.tenant_id,
+        actorPrincipal: 'User',
+        actorId: user.id,
+        action,
+        resourceType: 'user',
+        resourceId: user.id,
+        details: { ip: input.ip, ...details },
+      });
+
+    // Spec §5.4.3: a running lock refuses even the right password, from a trusted device too
+    // (the device cookie buys a place in the hasher, not a way past the lock).
+    const lockedUntil = credential.locked_until;
+    if (lockedUntil !== null && lockedUntil > now()) {
+      await db.withScope(user.tenant_id, (tx) =>
+        audit(tx, 'auth.login.failure', { reason: 'locked' }),
+      );
+      return { kind: 'locked', unlockAt: lockedUntil };
+    }
+
+    const verdict = await place.verify(credential.password_hash, input.password);
+    if (!verdict.ok) {
+      const failed = await db.withScope(user.tenant_id, async (tx) => {
+        await audit(tx, 'auth.login.failure', { reason: 'bad_password' });
+        const locked = await recordFailure(tx, user.id, now());
+        if (!locked) return { kind: 'invalid' } as const;
+        await writeAudit(tx, {
+          tenantId: user.tenant_id,
+          actorPrincipal: 'System',
+          actorId: 'system:auth',
+          action: 'auth.lockout.triggered',
+          resourceType: 'user',
+          resourceId: user.id,
+          after: { locked_until: locked.toISOString() },
+          details: { threshold: LOCKOUT_THRESHOLD },
+        });
+        return { kind: 'locked', unlockAt: locked } as const;
+      });
+      // Once the lock has committed: a rolled-back failure locked nothing.
+      if (failed.kind === 'locked') metrics.lockout();
+      return failed;
+    }
+
+    const rehash = verdict.needsRehash ? await place.hash(input.password) : undefined;
+    return db.withScope(user.tenant_id, async (tx) => {
+      // After the password check: only the password's holder learns of the suspension, and
+      // the answer takes as long as any other verified sign-in.
+      if (await signInSuspended(tx, user.tenant_id)) {
+        await audit(tx, 'auth.login.failure', { reason: 'tenant_suspended' });
+        return { kind: 'suspended' } as const;
+      }
+      const at = now();
+      await recordSignIn(tx, user.id, at, rehash);
+      const { session, secret } = await createSession(tx, {
+        userId: user.id,
+        tenantContext: user.tenant_id,
+        ip: input.ip,
+        userAgent: input.userAgent,
+        now: at,
+      });
+      await audit(tx, 'auth.login.success', {
+        session_id: session.id,
+        rehashed: rehash !== undefined,
+      });
+      const identity = identityOf(user, {
+        auth_mode: authMode,
+        must_change: credential.must_change,
+        session_id: session.id,
+        via: 'session',
+      });
+      return { kind: 'ok', identity, session, secret } as const;
+    });
+  }
+
   return {
-    /** Spec §3.2, §3.3, §5.4, §6.1. Never tells an unknown email from a wrong password. */
+    /**
+     * Spec §3.2, §3.3, §5.4, §6.1. Never tells an unknown email from a wrong password.
+     * `trustedDevice`: the attempt carries a valid device cookie of this email (docs/auth.md
+     * "Device cookie"): it hashes in the device lane, and the account's lockout does not stop
+     * it (the password still has to be right); its failures still count towards the lockout.
+     * Throws HasherBusyError, before any database work, when its lane of the hasher is full.
+     */
     async login(input: {
       email: string;
       password: string;
       ip: string | null;
       userAgent: string | null;
+      trustedDevice?: boolean;
     }): Promise<LoginResult> {
-      const email = normaliseEmail(input.email);
-      const record = await db.withoutTenant((tx) => findLogin(tx, email));
-      if (!record?.credential || record.disabled_at !== null) {
-        await hasher.verifyDummy(input.password);
-        await db.withoutTenant((tx) =>
-          writeAudit(tx, {
-            tenantId: null,
-            actorPrincipal: 'User',
-            actorId: record?.id ?? 'anonymous',
-            action: 'auth.login.failure',
-            resourceType: 'user',
-            resourceId: record?.id ?? null,
-            details: { reason: 'unknown_email', email, ip: input.ip },
-          }),
-        );
-        return { kind: 'invalid' };
+      const place = hasher.reserve(input.trustedDevice ? 'device' : 'anonymous');
+      try {
+        return await signIn(input, place);
+      } finally {
+        place.release();
       }
-      const user = record;
-      const credential = record.credential;
-      const audit = (tx: Transaction, action: string, details: Record<string, unknown> = {}) =>
-        writeAudit(tx, {
-          tenantId: user.tenant_id,
-          actorPrincipal: 'User',
-          actorId: user.id,
-          action,
-          resourceType: 'user',
-          resourceId: user.id,
-          details: { ip: input.ip, ...details },
-        });
-
-      if (credential.locked_until && credential.locked_until > now()) {
-        await db.withScope(user.tenant_id, (tx) =>
-          audit(tx, 'auth.login.failure', { reason: 'locked' }),
-        );
-        return { kind: 'locked', unlockAt: credential.locked_until };
-      }
-
-      const verdict = await hasher.verify(credential.password_hash, input.password);
-      if (!verdict.ok) {
-        const failed = await db.withScope(user.tenant_id, async (tx) => {
-          await audit(tx, 'auth.login.failure', { reason: 'bad_password' });
-          const locked = await recordFailure(tx, user.id, now());
-          if (!locked) return { kind: 'invalid' } as const;
-          await writeAudit(tx, {
-            tenantId: user.tenant_id,
-            actorPrincipal: 'System',
-            actorId: 'system:auth',
-            action: 'auth.lockout.triggered',
-            resourceType: 'user',
-            resourceId: user.id,
-            after: { locked_until: locked.toISOString() },
-            details: { threshold: LOCKOUT_THRESHOLD },
-          });
-          return { kind: 'locked', unlockAt: locked } as const;
-        });
-        // Once the lock has committed: a rolled-back failure locked nothing.
-        if (failed.kind === 'locked') metrics.lockout();
-        return failed;
-      }
-
-      const rehash = verdict.needsRehash ? await hasher.hash(input.password) : undefined;
-      return db.withScope(user.tenant_id, async (tx) => {
-        // After the password check: only the password's holder learns of the suspension, and
-        // the answer takes as long as any other verified sign-in.
-        if (await signInSuspended(tx, user.tenant_id)) {
-          await audit(tx, 'auth.login.failure', { reason: 'tenant_suspended' });
-          return { kind: 'suspended' } as const;
-        }
-        const at = now();
-        await recordSignIn(tx, user.id, at, rehash);
-        const { session, secret } = await createSession(tx, {
-          userId: user.id,
-          tenantContext: user.tenant_id,
-          ip: input.ip,
-          userAgent: input.userAgent,
-          now: at,
-        });
-        await audit(tx, 'auth.login.success', {
-          session_id: session.id,
-          rehashed: rehash !== undefined,
-        });
-        const identity = identityOf(user, {
-          auth_mode: authMode,
-          must_change: credential.must_change,
-          session_id: session.id,
-          via: 'session',
-        });
-        return { kind: 'ok', identity, session, secret } as const;
-      });
     },
+
+    /** Whether an anonymous sign-in would get a place in the hasher now. */
+    acceptsAnonymous: () => hasher.admits('anonymous'),
 
     /**
      * Spec §5.5: the session row found by the cookie's secret decides; a live one slides its
@@ -257,12 +288,13 @@ export function createAuthService({
     /**
      * The provisioned user the identity proxy vouches for (spec §5.1), by email, and whether
      * their tenant is suspended: in proxy mode there is no session the suspension could revoke,
-     * so every customer request checks (issue 15).
+     * so every customer request checks (issue 15). `email` is the header as `proxyEmail` (in
+     * user-repository.ts) accepted it, looked up exactly: never trimmed or otherwise folded.
      */
     proxyUser(email: string) {
       return db.withoutTenant(
         async (tx) => {
-          const record = await findLogin(tx, normaliseEmail(email));
+          const record = await findLogin(tx, email);
           if (!record) return undefined;
           return { ...record, tenant_suspended: await tenantSuspended(tx, record.tenant_id) };
         },

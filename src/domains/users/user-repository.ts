@@ -29,15 +29,35 @@ const MANAGED_COLUMNS = 'id, email, display_name, role, tenant_id, disabled_at, 
 
 /**
  * The one normalisation of an address someone types to sign in or that an operator names
- * (login, the per-email rate limit, the proxy's email header, the CLI): surrounding whitespace
- * dropped, then A–Z lower-cased. New addresses must already be in this canonical form
- * (contracts/email.ts refuses the rest), so what was created is what a sign-in finds. Only
- * ASCII is folded, and no NFKC: stored addresses are ASCII, and folding the Kelvin sign,
- * full-width letters or other compatibility forms onto them would only let visibly different
- * input reach the same account.
+ * (login, the per-email rate limit, the CLI; not the proxy's header, see proxyEmail):
+ * surrounding whitespace dropped, then A–Z lower-cased. New addresses must already be in this
+ * canonical form (contracts/email.ts refuses the rest), so what was created is what a sign-in
+ * finds. Only ASCII is folded, and no NFKC: stored addresses are ASCII, and folding the Kelvin
+ * sign, full-width letters or other compatibility forms onto them would only let visibly
+ * different input reach the same account.
  */
 export function normaliseEmail(email: string): string {
   return email.trim().replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
+}
+
+/**
+ * Printable ASCII without space, exactly one `@` with something on each side: every address
+ * the API creates has this shape. (The CLI keeps only the users.email CHECK, sql/0003, but an
+ * HTTP header cannot carry anything beyond ASCII faithfully anyway.)
+ */
+const PROXY_EMAIL = /^[!-?A-~]+@[!-?A-~]+$/;
+
+/**
+ * The identity proxy's email header as the address to look up, or undefined when the value is
+ * not exactly an address (issue 27): nothing is trimmed — a no-break space, a zero-width or
+ * control character around or inside the value refuses it instead of signing it in as whoever
+ * the rest names. Only A–Z are lower-cased (identity providers forward addresses as the user
+ * typed them at sign-up), as for every address svc looks up. Unlike a typed sign-in, nobody
+ * can correct a header, and a value the proxy vouches for must name one account unambiguously.
+ */
+export function proxyEmail(value: string): string | undefined {
+  if (value.length > 254 || !PROXY_EMAIL.test(value)) return undefined;
+  return value.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
 }
 
 /**

@@ -1,6 +1,8 @@
 import type { BlockList } from 'node:net';
 import { Hono } from 'hono';
+import { getCookie } from 'hono/cookie';
 import { authContract } from '../../../contracts/auth.ts';
+import { DEVICE_COOKIE, type DeviceCookies } from '../../auth/device-cookie.ts';
 import { createFairShare } from '../../auth/fair-share.ts';
 import { passwordWeakness } from '../../auth/password-policy.ts';
 import {
@@ -23,12 +25,19 @@ import { CLEAR_SESSION_COOKIE, sessionCookie } from '../session-cookie.ts';
  * two lets a person retry while the first attempt is still hashing.
  */
 export const HASHES_PER_ADDRESS = 2;
+/**
+ * Device-lane places (docs/auth.md "Device cookie") one account may hold at once, whatever
+ * number of its device cookies ask: someone minting cookies for their own account cannot
+ * crowd the lane out for other accounts' devices.
+ */
+export const DEVICE_HASHES_PER_ACCOUNT = 2;
 
 export interface AuthRoutesDeps {
   service: AuthService;
   perIp: RateLimiter;
   perEmail: RateLimiter;
   proxies: BlockList;
+  devices: DeviceCookies;
   now: () => Date;
   /** The sign-in page's branding for a host: the same lookup as GET /api/public/branding. */
   branding: (host: string) => Promise<PublicBrandingBody>;
@@ -81,9 +90,14 @@ function busy(error: unknown): never {
 /** `/api/auth/*` for internal mode (spec §4.1); in proxy mode these routes are not mounted. */
 export function authRoutes(deps: AuthRoutesDeps): { public: Hono; authenticated: Hono } {
   const hashShare = createFairShare(HASHES_PER_ADDRESS);
+  const deviceShare = createFairShare(DEVICE_HASHES_PER_ACCOUNT);
   /** Holds one of the address's hasher places while `work` runs, or refuses with 429. */
-  async function hashingFor<T>(block: string, work: () => Promise<T>): Promise<T> {
-    const release = hashShare.acquire(block);
+  async function hashingFor<T>(
+    block: string,
+    work: () => Promise<T>,
+    share = hashShare,
+  ): Promise<T> {
+    const release = share.acquire(block);
     if (!release) throw rateLimited(1);
     try {
       return await work();
@@ -104,6 +118,21 @@ export function authRoutes(deps: AuthRoutesDeps): { public: Hono; authenticated:
     return { status: 200, body: await deps.branding(query.host) };
   });
 
+  // An attempt without a device cookie is anonymous whatever its body says. When its address
+  // already holds its share (429) or the hasher's anonymous lane is full (503), it is refused
+  // before its body is read and validated: the cheapest answer there is, so a flood's cost to
+  // the event loop stays small (issue 27 item 6). Like a malformed body it is then counted by
+  // no limit: it is not known to be a sign-in attempt and it reached nothing. One with a
+  // cookie is decided in the handler, once the email the cookie must name is known.
+  open.post('/api/auth/login', async (c, next) => {
+    if (getCookie(c, DEVICE_COOKIE) === undefined) {
+      const share = hashShare.acquire(addressBlock(clientAddress(c, deps.proxies) ?? 'unknown'));
+      if (!share) throw rateLimited(1);
+      share();
+      if (!deps.service.acceptsAnonymous()) busy(new HasherBusyError());
+    }
+    await next();
+  });
   implement(
     open,
     authContract.login,
@@ -111,21 +140,34 @@ export function authRoutes(deps: AuthRoutesDeps): { public: Hono; authenticated:
   )(async (c, { body }) => {
     const ip = clientAddress(c, deps.proxies);
     const block = addressBlock(ip ?? 'unknown');
-    // Both limits count before any database lookup (spec §5.5), IP first. An attempt counts
-    // against the email only once the address was admitted, so a flood from one address
-    // cannot spend a victim's per-email budget beyond what the per-IP limit lets through.
-    const byIp = deps.perIp.hit(`ip:${block}`);
-    if (!byIp.allowed) throw rateLimited(byIp.retryAfter);
-    const result = await hashingFor(block, () => {
-      const byEmail = deps.perEmail.hit(`email:${normaliseEmail(body.email)}`);
-      if (!byEmail.allowed) throw rateLimited(byEmail.retryAfter);
-      return deps.service.login({
+    const email = normaliseEmail(body.email);
+    const attempt = (trustedDevice: boolean) =>
+      deps.service.login({
         email: body.email,
         password: body.password,
         ip,
         userAgent: c.req.header('user-agent') ?? null,
+        trustedDevice,
       });
-    }).catch(busy);
+    // A browser that signed in to this account before skips the anonymous limits and queue:
+    // its own failure budget and the database lockout bound its guesses instead.
+    const device = deps.devices.trusted(getCookie(c, DEVICE_COOKIE), email);
+    let result: Awaited<ReturnType<typeof attempt>>;
+    if (device) {
+      result = await hashingFor(email, () => attempt(true), deviceShare).catch(busy);
+      if (result.kind === 'invalid' || result.kind === 'locked') deps.devices.failed(device);
+    } else {
+      // Both limits count before any database lookup (spec §5.5), IP first. An attempt counts
+      // against the email only once the address was admitted, so a flood from one address
+      // cannot spend a victim's per-email budget beyond what the per-IP limit lets through.
+      const byIp = deps.perIp.hit(`ip:${block}`);
+      if (!byIp.allowed) throw rateLimited(byIp.retryAfter);
+      result = await hashingFor(block, () => {
+        const byEmail = deps.perEmail.hit(`email:${email}`);
+        if (!byEmail.allowed) throw rateLimited(byEmail.retryAfter);
+        return attempt(false);
+      }).catch(busy);
+    }
     if (result.kind === 'invalid') {
       throw new ProblemError(401, 'invalid_credentials', 'Email or password is incorrect.');
     }
@@ -145,6 +187,9 @@ export function authRoutes(deps: AuthRoutesDeps): { public: Hono; authenticated:
       (result.session.absolute_expiry.getTime() - deps.now().getTime()) / 1000,
     );
     c.header('Set-Cookie', sessionCookie(result.secret, maxAge));
+    // A device already trusted keeps its cookie (and its failure count).
+    if (!device)
+      c.header('Set-Cookie', deps.devices.header(deps.devices.issue(email)), { append: true });
     c.header('Cache-Control', 'no-store');
     return {
       status: 200,

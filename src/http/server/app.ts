@@ -3,6 +3,7 @@ import { matchedRoutes } from 'hono/route';
 import { contract, Problem } from '../../../contracts/index.ts';
 import pkg from '../../../package.json' with { type: 'json' };
 import { checkCsrf, type OriginPolicy } from '../../auth/csrf.ts';
+import type { DeviceCookies } from '../../auth/device-cookie.ts';
 import { createRateLimiter } from '../../auth/rate-limit.ts';
 import type { AuthConfig, AuthMode } from '../../config/index.ts';
 import type { AdapterService } from '../../domains/adapter/adapter-service.ts';
@@ -29,7 +30,7 @@ import { authRoutes } from '../auth/routes.ts';
 import { authenticate } from '../authenticate.ts';
 import { limitBody, MAX_BODY_BYTES } from '../body-limit.ts';
 import { compilePath } from '../contract.ts';
-import type { StreamDeps } from '../event-stream.ts';
+import { type StreamDeps, settleStreams } from '../event-stream.ts';
 import { requireFamily, requirePasswordCurrent } from '../guards.ts';
 import type { HostPolicy } from '../hosts.ts';
 import { INTERNAL_BODY_LIMITS, internalRoutes } from '../internal/routes.ts';
@@ -81,6 +82,8 @@ export interface ApiDeps {
   auth: AuthConfig;
   origins: OriginPolicy;
   tokens: TokenService;
+  /** The sign-in device cookies (docs/auth.md "Device cookie"). */
+  devices: DeviceCookies;
   /** The hub and credential watch of the SSE endpoints (spec §5.7 item 8). */
   streams: StreamDeps;
   /** One connection and one transaction per authenticated request (src/db/unit-of-work.ts). */
@@ -111,9 +114,32 @@ const STATE_CHANGING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 /** The internal-auth endpoints of spec §4.1; in proxy mode each answers 404 (spec §7). */
 const INTERNAL_AUTH_PATHS = ['/api/auth/*', '/api/mssp/users/:id/password/reset'];
 
+/**
+ * Configuration svc starts with but that cannot work as meant: logged once at start and listed
+ * on /healthz, whose status stays `ok` (readiness must not pull every replica, and with it the
+ * adapters' ingest and the service tokens, for what an operator has to fix).
+ */
+interface HealthWarning {
+  code: 'no_trusted_proxies';
+  message: string;
+}
+
+function healthWarnings(deps: AppDeps): HealthWarning[] {
+  if (deps.authMode !== 'proxy' || deps.trustedProxyCidrs.length > 0) return [];
+  return [
+    {
+      code: 'no_trusted_proxies',
+      message:
+        'SVC_AUTH_MODE=proxy but SVC_TRUSTED_PROXY_CIDRS is empty: identity headers are refused from every peer, so no user can sign in',
+    },
+  ];
+}
+
 export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
   const proxies = trustedProxies(deps.trustedProxyCidrs);
+  const warnings = healthWarnings(deps);
+  for (const warning of warnings) deps.logger.warn({ code: warning.code }, warning.message);
   app.use(requestId(proxies));
   app.use(countRequests(deps.metrics ?? NO_METRICS, routeTemplates(contract)));
   app.use(requestLog(deps.logger));
@@ -130,7 +156,7 @@ export function createApp(deps: AppDeps): Hono {
     if (allow.length > 0) return methodNotAllowed(c, allow);
     return next();
   });
-  mountPublic(app, deps);
+  mountPublic(app, deps, warnings);
   if (deps.api) mountApi(app, deps, deps.api, proxies);
   if (deps.web) app.route('/', webRoutes(deps.web));
   methods = allowedMethods(app, contract);
@@ -222,11 +248,16 @@ function methodNotAllowed(c: Context, allow: string[]) {
 }
 
 /** Health and the contract: public and identical in both modes. */
-function mountPublic(app: Hono, deps: AppDeps): void {
+function mountPublic(app: Hono, deps: AppDeps, warnings: HealthWarning[]): void {
   app.get('/healthz', async (c) => {
     const ready = await deps.databaseReady();
     return c.json(
-      { status: ready ? 'ok' : 'degraded', auth_mode: deps.authMode, database: { ready } },
+      {
+        status: ready ? 'ok' : 'degraded',
+        auth_mode: deps.authMode,
+        database: { ready },
+        ...(warnings.length > 0 ? { warnings } : {}),
+      },
       ready ? 200 : 503,
     );
   });
@@ -275,6 +306,7 @@ function mountApi(
       deps.metrics ?? NO_METRICS,
     ),
     proxies,
+    devices: api.devices,
     now: api.now,
     branding: (host) => services.branding.readPublic(api.hosts.customerSlug(host)),
   });
@@ -300,8 +332,15 @@ function mountApi(
   // One connection and one transaction per authenticated request: the session check, the
   // identity, the tenant context and the handler's queries (src/db/unit-of-work.ts).
   const unit: MiddlewareHandler = (_c, next) => api.unitOfWork(() => next());
-  app.use('/api/auth/*', unit, user, requirePasswordCurrent());
-  app.use('/api/mssp/*', unit, user, requirePasswordCurrent(), requireFamily('mssp'));
+  // Outside the unit of work, so it runs after the commit: a sign-out, password change or
+  // reset, deactivation, role change or suspension answers once this process's event streams
+  // of that credential have ended (issue 27 item 3; src/http/event-stream.ts).
+  const revoking: MiddlewareHandler = async (c, next) => {
+    await next();
+    if (STATE_CHANGING.has(c.req.method) && c.res.status < 400) await settleStreams(api.streams);
+  };
+  app.use('/api/auth/*', revoking, unit, user, requirePasswordCurrent());
+  app.use('/api/mssp/*', revoking, unit, user, requirePasswordCurrent(), requireFamily('mssp'));
   app.use('/api/tenant/*', unit, user, requirePasswordCurrent(), requireFamily('tenant'));
   app.use('/api/internal/*', authenticateService(api.tokens, deps.logger));
   app.route('/', internal.authenticated);

@@ -199,8 +199,13 @@ export async function startCortexStandIn(options: CortexStandInOptions): Promise
     if (!job) return error(404, 'NotFoundError', `job ${jobId} not found`);
     const ms = parseAtMost(atMost);
     if (ms === undefined) return error(400, 'BadRequest', `invalid duration ${atMost}`);
-    const wait = Math.min(ms, job.endsAt - Date.now());
-    if (wait > 0) {
+    // A timer may fire a little before Date.now() reaches the job's end (timers run on a
+    // monotonic clock), which would answer InProgress for a job the wait covered: wait again
+    // until the wall clock agrees or the caller's duration is spent.
+    const until = Date.now() + ms;
+    for (;;) {
+      const wait = Math.min(until, job.endsAt) - Date.now();
+      if (wait <= 0) break;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           timers.delete(timer);

@@ -272,7 +272,7 @@ export async function composeApi(core: Core, input: ApiInput = {}): Promise<Api>
   });
   const watch = createCredentialWatch({ db, now: core.now, authMode: config.authMode });
   // Revocation notices reach the watch on the hub's LISTEN connection, in commit order with
-  // the event notices (issue 27 item 3); after a lost connection every credential is re-read.
+  // the event notices (docs/auth.md, open event streams); after a lost connection every credential is re-read.
   events.watch({
     notice: () => undefined,
     revocation: (hint) => watch.revoked(hint),

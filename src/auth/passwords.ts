@@ -1,5 +1,6 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import { hash as argon2Hash, verify as argon2Verify, parseOptions } from '@node-rs/argon2';
+import { lowerPoolPriority } from './pool-priority.ts';
 
 /** Spec §5.4 item 1. The stored PHC string carries these, so old hashes stay verifiable. */
 export interface HashParams {
@@ -99,6 +100,7 @@ export function createPasswordHasher(options: {
     if (!admits(lane)) throw new HasherBusyError('password hashing is saturated');
   }
 
+  let poolLowered = false;
   async function slot<T>(lane: HashLane, work: () => Promise<T>): Promise<T> {
     if (running >= options.concurrency) {
       await new Promise<void>((resolve) => waiting[lane].push(resolve));
@@ -108,6 +110,8 @@ export function createPasswordHasher(options: {
     try {
       return await work();
     } finally {
+      // The pool's threads exist once the first hash has run (libuv starts them together).
+      if (!poolLowered) poolLowered = lowerPoolPriority() > 0 || process.platform !== 'linux';
       // The slot passes straight to the next waiter, device lane first.
       const next = waiting.device.shift() ?? waiting.anonymous.shift();
       if (next) next();

@@ -51,7 +51,7 @@ export function createAppDatabase(target: DatabaseTarget, max = 10): AppDatabase
   // An idle client's network error must not crash the process; the pool replaces it.
   pool.on('error', () => undefined);
   // /healthz asks on a connection of its own: whether the database answers svc_app must not
-  // wait behind a queue of requests for the main pool (a sign-in flood; issue 27 item 6).
+  // wait behind a queue of requests for the main pool (a sign-in flood, docs/auth.md "Device cookie").
   const health = new pg.Pool({ ...clientConfig(target, 'app'), max: 1, idleTimeoutMillis: 30_000 });
   health.on('error', () => undefined);
   const scoped = <T>(

@@ -14,7 +14,7 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 /**
  * After a 413, svc reads and discards at most this much more of the refused body (not kept:
  * each chunk is dropped as it arrives), so a client that sends its whole upload before it
- * looks at the answer still reads the 413 instead of a reset (issue 27 item 4).
+ * looks at the answer still reads the 413 instead of a reset (docs/api.md, input rules).
  */
 export const DRAIN_MAX_BYTES = 16 * 1024 * 1024;
 

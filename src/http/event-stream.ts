@@ -49,7 +49,7 @@ export interface StreamDeps {
  * The stream lives no longer than the credential that opened it (issue 10 item 3): it ends at
  * the credential's deadline and at a revocation, with a last `revoked` or `expired` event
  * saying why, and nothing is written once the credential is gone or while it is in doubt — no
- * event committed after a revocation reaches it, on any replica (issue 27 item 3).
+ * event committed after a revocation reaches it, on any replica (docs/auth.md, open event streams).
  */
 export async function streamTenantEvents(
   c: Context,

@@ -1,6 +1,6 @@
 // Audit retention (spec §8): rows older than the install's retention window are deleted in
 // short batches through the system gate, and every run leaves one `audit.purge` row behind.
-// Sessions that ended before the same cutoff go in the same run (issue 27 item 7): a session
+// Sessions that ended before the same cutoff go in the same run (docs/auth.md, sessions): a session
 // row is kept as long as the audit rows that name it.
 import type { SystemGate } from '../../db/system-gate.ts';
 import type { SystemTx } from '../../db/tenant-context.ts';

@@ -248,7 +248,7 @@ class Hub implements EventHub {
    * Every page is read, then synced with the LISTEN connection before anyone gets it: any
    * revocation that committed before an event on the page committed has then been told to the
    * observers (the credential watch), so a revoked stream is paused before that event reaches
-   * it (issue 27 item 3) — whichever notice triggered the read. While the connection is down
+   * it (docs/auth.md, open event streams) — whichever notice triggered the read. While the connection is down
    * nothing is handed on; the reconnect re-checks every credential, then catches up.
    */
   async #readPage(tenantId: string, afterId: bigint, limit: number): Promise<StoredEvent[]> {

@@ -29,7 +29,7 @@ export interface CredentialLease {
   /**
    * Resolves once the credential is not in doubt: at once, except from `watch` until its
    * first check and from a revocation notice naming it (or a lost LISTEN connection) until
-   * the database has been read again. Nothing is written to its holder before (issue 27 item 3).
+   * the database has been read again. Nothing is written to its holder before (docs/auth.md, open event streams).
    */
   settled(): Promise<void>;
   /** Stops watching (the work ended for another reason). */

@@ -220,8 +220,8 @@ export async function countLiveSessions(tx: InstallTx, now: Date): Promise<numbe
 }
 
 /**
- * Deletes up to `limit` sessions that ended before `before` and returns how many (issue 27
- * item 7, the retention purge). A session ends at the first of its revocation, its idle expiry
+ * Deletes up to `limit` sessions that ended before `before` and returns how many (the retention
+ * purge, docs/auth.md "Sessions"). A session ends at the first of its revocation, its idle expiry
  * as last slid and its absolute expiry; a live one never qualifies, whatever its age. A
  * session ends no earlier than it was created, so the candidates are found through
  * sessions_created_at_idx (sql/0027) and the end decides. Through the system gate: svc_app

@@ -49,7 +49,7 @@ const PROXY_EMAIL = /^[!-?A-~]+@[!-?A-~]+$/;
 
 /**
  * The identity proxy's email header as the address to look up, or undefined when the value is
- * not exactly an address (issue 27): nothing is trimmed — a no-break space, a zero-width or
+ * not exactly an address (docs/auth.md, proxy mode): nothing is trimmed — a no-break space, a zero-width or
  * control character around or inside the value refuses it instead of signing it in as whoever
  * the rest names. Only A–Z are lower-cased (identity providers forward addresses as the user
  * typed them at sign-up), as for every address svc looks up. Unlike a typed sign-in, nobody

@@ -121,7 +121,7 @@ export function authRoutes(deps: AuthRoutesDeps): { public: Hono; authenticated:
   // An attempt without a device cookie is anonymous whatever its body says. When its address
   // already holds its share (429) or the hasher's anonymous lane is full (503), it is refused
   // before its body is read and validated: the cheapest answer there is, so a flood's cost to
-  // the event loop stays small (issue 27 item 6). Like a malformed body it is then counted by
+  // the event loop stays small (docs/auth.md "Device cookie"). Like a malformed body it is then counted by
   // no limit: it is not known to be a sign-in attempt and it reached nothing. One with a
   // cookie is decided in the handler, once the email the cookie must name is known.
   open.post('/api/auth/login', async (c, next) => {

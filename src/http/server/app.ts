@@ -334,7 +334,7 @@ function mountApi(
   const unit: MiddlewareHandler = (_c, next) => api.unitOfWork(() => next());
   // Outside the unit of work, so it runs after the commit: a sign-out, password change or
   // reset, deactivation, role change or suspension answers once this process's event streams
-  // of that credential have ended (issue 27 item 3; src/http/event-stream.ts).
+  // of that credential have ended (docs/auth.md; src/http/event-stream.ts).
   const revoking: MiddlewareHandler = async (c, next) => {
     await next();
     if (STATE_CHANGING.has(c.req.method) && c.res.status < 400) await settleStreams(api.streams);

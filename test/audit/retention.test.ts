@@ -22,7 +22,7 @@ import { purgeEndedSessions } from '../../src/domains/sessions/session-repositor
 import { readAuditRetentionDays } from '../../src/domains/settings/settings-repository.ts';
 import { createLogger } from '../../src/log/index.ts';
 import { AUDIT_PURGE_CRON } from '../../src/workers/jobs/audit-purge.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { createTestDatabase, externalDatabaseEnv, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -467,15 +467,7 @@ function svc(args: string[]): Promise<{ code: number | null; stdout: string; std
     cwd: ROOT,
     env: {
       ...process.env,
-      SVC_DATABASE_HOST: t.host,
-      SVC_DATABASE_PORT: String(t.port),
-      SVC_DATABASE_NAME: t.database,
-      SVC_DATABASE_ADMIN_USER: t.credentials.admin.user,
-      SVC_DATABASE_ADMIN_PASSWORD: t.credentials.admin.password,
-      SVC_DATABASE_APP_USER: t.credentials.app.user,
-      SVC_DATABASE_APP_PASSWORD: t.credentials.app.password,
-      SVC_DATABASE_MSSP_USER: t.credentials.mssp.user,
-      SVC_DATABASE_MSSP_PASSWORD: t.credentials.mssp.password,
+      ...externalDatabaseEnv(t),
       SVC_DATA_DIR: dataDir,
       SVC_LOG_LEVEL: 'warn',
     },

@@ -11,7 +11,7 @@ import { freePort } from '../../src/db/embedded.ts';
 import { setPassword } from '../../src/domains/users/user-repository.ts';
 import { appendNote, openStream, waitFor } from '../events/support.ts';
 import { client, seedUser, startTestApi } from '../support/api.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { createTestDatabase, externalDatabaseEnv, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
 import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 
@@ -62,7 +62,6 @@ after(async () => {
 
 /** The environment of this install, as an operator would write it; the mode varies. */
 function environment(mode: 'proxy' | 'internal'): NodeJS.ProcessEnv {
-  const { credentials } = db.target;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     SVC_AUTH_MODE: mode,
@@ -71,15 +70,7 @@ function environment(mode: 'proxy' | 'internal'): NodeJS.ProcessEnv {
     SVC_PORT: String(port),
     SVC_DATA_DIR: dataDir,
     SVC_LOG_LEVEL: 'warn',
-    SVC_DATABASE_HOST: db.target.host,
-    SVC_DATABASE_PORT: String(db.target.port),
-    SVC_DATABASE_NAME: db.target.database,
-    SVC_DATABASE_ADMIN_USER: credentials.admin.user,
-    SVC_DATABASE_ADMIN_PASSWORD: credentials.admin.password,
-    SVC_DATABASE_APP_USER: credentials.app.user,
-    SVC_DATABASE_APP_PASSWORD: credentials.app.password,
-    SVC_DATABASE_MSSP_USER: credentials.mssp.user,
-    SVC_DATABASE_MSSP_PASSWORD: credentials.mssp.password,
+    ...externalDatabaseEnv(db.target),
   };
   delete env.KUBECONFIG;
   return env;

@@ -9,7 +9,7 @@ import pg from 'pg';
 import { createPasswordHasher } from '../../src/auth/passwords.ts';
 import { startEmbedded } from '../../src/db/embedded.ts';
 import { createLogger } from '../../src/log/index.ts';
-import { createEmptyDatabase } from '../support/database.ts';
+import { createEmptyDatabase, externalDatabaseEnv } from '../support/database.ts';
 
 /** The `svc` program as an OS process, exactly as bin/svc.js runs it. */
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -149,19 +149,9 @@ test('issue 16 items 5 and 6: create-admin before the first serve migrates the e
 test('issue 16 item 6: on an external database without a schema, svc auth says in one line to run svc migrate, exit 2', async () => {
   const empty = await createEmptyDatabase();
   try {
-    const { host, port, database, credentials } = empty.target;
     const external = {
       ...env,
-      SVC_DATABASE_HOST: host,
-      SVC_DATABASE_PORT: String(port),
-      SVC_DATABASE_NAME: database,
-      SVC_DATABASE_SSL: 'disable',
-      SVC_DATABASE_ADMIN_USER: credentials.admin.user,
-      SVC_DATABASE_ADMIN_PASSWORD: credentials.admin.password,
-      SVC_DATABASE_APP_USER: credentials.app.user,
-      SVC_DATABASE_APP_PASSWORD: credentials.app.password,
-      SVC_DATABASE_MSSP_USER: credentials.mssp.user,
-      SVC_DATABASE_MSSP_PASSWORD: credentials.mssp.password,
+      ...externalDatabaseEnv(empty.target),
     };
     assert.deepEqual(await svc('auth set-password someone@localhost --generate', external), {
       code: 2,

@@ -18,6 +18,7 @@ import type { TenantTx } from '../../src/db/tenant-context.ts';
 import { appendEvent } from '../../src/domains/events/index.ts';
 import { setPassword } from '../../src/domains/users/user-repository.ts';
 import { createLogger } from '../../src/log/index.ts';
+import { externalDatabaseEnv } from '../support/database.ts';
 
 /*
  * Issue 10 "Fault tolerance under load": a real `svc serve` process on a PostgreSQL server
@@ -93,7 +94,6 @@ async function seed(): Promise<void> {
 async function startServe(): Promise<void> {
   const port = await freePort();
   url = `http://127.0.0.1:${port}`;
-  const { credentials } = target;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     SVC_PORT: String(port),
@@ -103,15 +103,7 @@ async function startServe(): Promise<void> {
     // The sign-in loop is load, not an attack.
     SVC_LOGIN_RATE_LIMIT_IP: '100000',
     SVC_LOGIN_RATE_LIMIT_EMAIL: '100000',
-    SVC_DATABASE_HOST: target.host,
-    SVC_DATABASE_PORT: String(target.port),
-    SVC_DATABASE_NAME: target.database,
-    SVC_DATABASE_ADMIN_USER: credentials.admin.user,
-    SVC_DATABASE_ADMIN_PASSWORD: credentials.admin.password,
-    SVC_DATABASE_APP_USER: credentials.app.user,
-    SVC_DATABASE_APP_PASSWORD: credentials.app.password,
-    SVC_DATABASE_MSSP_USER: credentials.mssp.user,
-    SVC_DATABASE_MSSP_PASSWORD: credentials.mssp.password,
+    ...externalDatabaseEnv(target),
   };
   delete env.KUBECONFIG;
   child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {

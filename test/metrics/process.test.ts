@@ -9,7 +9,7 @@ import path from 'node:path';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { createTestDatabase, externalDatabaseEnv, type TestDatabase } from '../support/database.ts';
 import { parseExposition, type Scrape } from './support.ts';
 
 // Issue 15 "Metrics": the real `svc serve` and `svc worker` processes (what the system chart's
@@ -41,22 +41,12 @@ async function freePort(): Promise<number> {
 }
 
 function env(extra: Record<string, string>): Record<string, string> {
-  const { host, port, database, credentials } = db.target;
   return {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '',
     SVC_DATA_DIR: dataDir,
     SVC_LOG_LEVEL: 'info',
-    SVC_DATABASE_HOST: host,
-    SVC_DATABASE_PORT: String(port),
-    SVC_DATABASE_NAME: database,
-    SVC_DATABASE_SSL: 'disable',
-    SVC_DATABASE_ADMIN_USER: credentials.admin.user,
-    SVC_DATABASE_ADMIN_PASSWORD: credentials.admin.password,
-    SVC_DATABASE_APP_USER: credentials.app.user,
-    SVC_DATABASE_APP_PASSWORD: credentials.app.password,
-    SVC_DATABASE_MSSP_USER: credentials.mssp.user,
-    SVC_DATABASE_MSSP_PASSWORD: credentials.mssp.password,
+    ...externalDatabaseEnv(db.target),
     SVC_TOKEN_SIGNING_KEY: signingKey,
     ...extra,
   };

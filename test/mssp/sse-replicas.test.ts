@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from '../../src/db/embedded.ts';
 import { appendEvent } from '../../src/domains/events/index.ts';
 import { seedUser, startTestApi, type TestApi } from '../support/api.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { createTestDatabase, externalDatabaseEnv, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
 import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 
@@ -63,21 +63,12 @@ after(async () => {
 async function startServeProcess(): Promise<Replica> {
   const port = await freePort();
   childDataDir = await mkdtemp(path.join(tmpdir(), 'svc-replica-'));
-  const { credentials } = db.target;
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     SVC_PORT: String(port),
     SVC_DATA_DIR: childDataDir,
     SVC_LOG_LEVEL: 'warn',
-    SVC_DATABASE_HOST: db.target.host,
-    SVC_DATABASE_PORT: String(db.target.port),
-    SVC_DATABASE_NAME: db.target.database,
-    SVC_DATABASE_ADMIN_USER: credentials.admin.user,
-    SVC_DATABASE_ADMIN_PASSWORD: credentials.admin.password,
-    SVC_DATABASE_APP_USER: credentials.app.user,
-    SVC_DATABASE_APP_PASSWORD: credentials.app.password,
-    SVC_DATABASE_MSSP_USER: credentials.mssp.user,
-    SVC_DATABASE_MSSP_PASSWORD: credentials.mssp.password,
+    ...externalDatabaseEnv(db.target),
   };
   delete env.KUBECONFIG;
   const root = fileURLToPath(new URL('../../', import.meta.url));

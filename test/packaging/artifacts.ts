@@ -9,7 +9,6 @@ import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import type { DatabaseTarget } from '../../src/db/target.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const run = promisify(execFile);
@@ -93,23 +92,6 @@ export async function builtImage(): Promise<string> {
   await once(dir, `bash scripts/build-image.sh --binary '${binary}' --out '${image}'`);
   await pruneBeside(dir);
   return image;
-}
-
-/** The settings that make svc use `target` instead of an embedded database. */
-export function externalDatabaseEnv(target: DatabaseTarget): Record<string, string> {
-  const { host, port, database, credentials } = target;
-  return {
-    SVC_DATABASE_HOST: host,
-    SVC_DATABASE_PORT: String(port),
-    SVC_DATABASE_NAME: database,
-    SVC_DATABASE_SSL: 'disable',
-    SVC_DATABASE_ADMIN_USER: credentials.admin.user,
-    SVC_DATABASE_ADMIN_PASSWORD: credentials.admin.password,
-    SVC_DATABASE_APP_USER: credentials.app.user,
-    SVC_DATABASE_APP_PASSWORD: credentials.app.password,
-    SVC_DATABASE_MSSP_USER: credentials.mssp.user,
-    SVC_DATABASE_MSSP_PASSWORD: credentials.mssp.password,
-  };
 }
 
 export interface Served {

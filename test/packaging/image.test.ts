@@ -10,8 +10,8 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { freePort } from '../../src/db/embedded.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { builtImage, externalDatabaseEnv, serveUntilHealthy, signInAndRead } from './artifacts.ts';
+import { createTestDatabase, externalDatabaseEnv, type TestDatabase } from '../support/database.ts';
+import { builtImage, serveUntilHealthy, signInAndRead } from './artifacts.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const run = promisify(execFile);

@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createSystemGate, type SystemGate } from '../../src/db/system-gate.ts';
 import { createProjectionService } from '../../src/domains/projections/projection-service.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { createTestDatabase, externalDatabaseEnv, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
 import { projectionRows, randomTraffic, seeded } from './support.ts';
 
@@ -22,21 +22,11 @@ before(async () => {
   db = await createTestDatabase();
   system = createSystemGate(db.target);
   dataDir = await mkdtemp(path.join(tmpdir(), 'svc-projections-'));
-  const { host, port, database, credentials } = db.target;
   env = {
     ...process.env,
     SVC_DATA_DIR: dataDir,
     SVC_LOG_LEVEL: 'warn',
-    SVC_DATABASE_HOST: host,
-    SVC_DATABASE_PORT: String(port),
-    SVC_DATABASE_NAME: database,
-    SVC_DATABASE_SSL: 'disable',
-    SVC_DATABASE_ADMIN_USER: credentials.admin.user,
-    SVC_DATABASE_ADMIN_PASSWORD: credentials.admin.password,
-    SVC_DATABASE_APP_USER: credentials.app.user,
-    SVC_DATABASE_APP_PASSWORD: credentials.app.password,
-    SVC_DATABASE_MSSP_USER: credentials.mssp.user,
-    SVC_DATABASE_MSSP_PASSWORD: credentials.mssp.password,
+    ...externalDatabaseEnv(db.target),
   };
 });
 after(async () => {

@@ -18,7 +18,7 @@ import type { Orchestrator } from '../../src/orchestrator/orchestrator.ts';
 import { createTestNamespace } from '../../testcluster/harness.ts';
 import { seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { getTestCluster, type TestCluster } from '../support/cluster.ts';
-import { createTestDatabase, type TestDatabase } from '../support/database.ts';
+import { createTestDatabase, externalDatabaseEnv, type TestDatabase } from '../support/database.ts';
 import { TEST_HASH_PARAMS } from '../support/sign-in.ts';
 import { testStorageClass } from '../support/volumes.ts';
 import { type AdapterPod, type AdapterPodOptions, runAdapterPod } from './adapter-pod.ts';
@@ -374,20 +374,11 @@ export function svcProcessEnv(
   dataDir: string,
   extra: NodeJS.ProcessEnv = {},
 ): NodeJS.ProcessEnv {
-  const { credentials } = o.db.target;
   return {
     ...process.env,
     SVC_DATA_DIR: dataDir,
     SVC_LOG_LEVEL: 'warn',
-    SVC_DATABASE_HOST: o.db.target.host,
-    SVC_DATABASE_PORT: String(o.db.target.port),
-    SVC_DATABASE_NAME: o.db.target.database,
-    SVC_DATABASE_ADMIN_USER: credentials.admin.user,
-    SVC_DATABASE_ADMIN_PASSWORD: credentials.admin.password,
-    SVC_DATABASE_APP_USER: credentials.app.user,
-    SVC_DATABASE_APP_PASSWORD: credentials.app.password,
-    SVC_DATABASE_MSSP_USER: credentials.mssp.user,
-    SVC_DATABASE_MSSP_PASSWORD: credentials.mssp.password,
+    ...externalDatabaseEnv(o.db.target),
     KUBECONFIG: o.cluster.kubeconfigPath,
     SVC_INSTALL_NAMESPACE: o.installNamespace,
     SVC_MSSP_ID: o.deps.install.msspId,

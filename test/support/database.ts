@@ -109,3 +109,23 @@ export async function createEmptyDatabase(): Promise<{
     drop: () => run(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`),
   };
 }
+
+/**
+ * The settings that make a svc process use `target` instead of an embedded database: every
+ * test that starts svc, its CLI or a worker as a process takes them from here.
+ */
+export function externalDatabaseEnv(target: DatabaseTarget): Record<string, string> {
+  const { host, port, database, credentials } = target;
+  return {
+    SVC_DATABASE_HOST: host,
+    SVC_DATABASE_PORT: String(port),
+    SVC_DATABASE_NAME: database,
+    SVC_DATABASE_SSL: 'disable',
+    SVC_DATABASE_ADMIN_USER: credentials.admin.user,
+    SVC_DATABASE_ADMIN_PASSWORD: credentials.admin.password,
+    SVC_DATABASE_APP_USER: credentials.app.user,
+    SVC_DATABASE_APP_PASSWORD: credentials.app.password,
+    SVC_DATABASE_MSSP_USER: credentials.mssp.user,
+    SVC_DATABASE_MSSP_PASSWORD: credentials.mssp.password,
+  };
+}

@@ -17,6 +17,7 @@ import {
   until,
 } from '../pipeline/support.ts';
 import { getTestCluster } from '../support/cluster.ts';
+import { externalDatabaseEnv } from '../support/database.ts';
 
 // Issue 13: "Worker SIGKILLed mid-job: the job runs again and its effect happens once". The API
 // runs in this process without workers; the jobs run in real `svc worker` OS processes on the
@@ -76,22 +77,12 @@ after(async () => {
 
 /** The environment the system chart's worker Deployment gets, pointed at this file's rig. */
 function workerEnv(): Record<string, string> {
-  const { host, port, database, credentials } = rig.db.target;
   return {
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '',
     SVC_DATA_DIR: dataDir,
     SVC_LOG_LEVEL: 'info',
-    SVC_DATABASE_HOST: host,
-    SVC_DATABASE_PORT: String(port),
-    SVC_DATABASE_NAME: database,
-    SVC_DATABASE_SSL: 'disable',
-    SVC_DATABASE_ADMIN_USER: credentials.admin.user,
-    SVC_DATABASE_ADMIN_PASSWORD: credentials.admin.password,
-    SVC_DATABASE_APP_USER: credentials.app.user,
-    SVC_DATABASE_APP_PASSWORD: credentials.app.password,
-    SVC_DATABASE_MSSP_USER: credentials.mssp.user,
-    SVC_DATABASE_MSSP_PASSWORD: credentials.mssp.password,
+    ...externalDatabaseEnv(rig.db.target),
     SVC_TOKEN_SIGNING_KEY: signingKey,
     SVC_WORKER_CONCURRENCY: '2',
     SVC_WORKER_REAP_EVERY: `${REAP_EVERY_MS}ms`,
@@ -303,7 +294,11 @@ test('issue 13: a worker SIGKILLed while TheHive creates the approved case: the 
   console.log(
     `act job locked by the dead worker for ${(lockedMs / 1000).toFixed(2)} s, done ${(doneMs / 1000).toFixed(2)} s after the kill (restart included)`,
   );
-  assert.equal(await queuedJob(tenantId, 'act'), undefined, 'the act job completed');
+  // The queue marks the job done after the handler's transaction (with case.opened) commits:
+  // a separate step, so it is waited for, not read once.
+  await until('the act job completed', async () =>
+    (await queuedJob(tenantId, 'act')) === undefined ? true : undefined,
+  );
   assert.equal(creations(), 1, 'the retry found the case instead of creating another');
   const cases = rig.thehive.cases().filter((c) => c.tags.includes(reference));
   assert.equal(cases.length, 1);

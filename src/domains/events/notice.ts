@@ -13,18 +13,23 @@ export interface Notice {
  * that tenant's RLS context, so a forged notice can at worst cause a harmless read.
  */
 export function parseNotice(payload: string | undefined): Notice | undefined {
-  if (payload === undefined || payload.length > 200) return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(payload);
-  } catch {
-    return undefined;
-  }
-  if (typeof value !== 'object' || value === null) return undefined;
+  const value = noticeObject(payload);
+  if (value === undefined) return undefined;
   const { tenant_id: tenantId, id } = value as Record<string, unknown>;
   if (!isUuid(tenantId) || typeof id !== 'string') return undefined;
   const parsed = parseEventId(id);
   return parsed === undefined ? undefined : { tenantId: tenantId.toLowerCase(), id: parsed };
+}
+
+/** A notice's payload as a JSON object, or undefined (absent, over 200 characters, not one). */
+function noticeObject(payload: string | undefined): object | undefined {
+  if (payload === undefined || payload.length > 200) return undefined;
+  try {
+    const value: unknown = JSON.parse(payload);
+    return typeof value === 'object' && value !== null ? value : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -41,14 +46,8 @@ export interface RevocationNotice {
 const REVOCATION_KINDS = ['session', 'user', 'tenant'] as const;
 
 export function parseRevocation(payload: string | undefined): RevocationNotice | undefined {
-  if (payload === undefined || payload.length > 200) return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(payload);
-  } catch {
-    return undefined;
-  }
-  if (typeof value !== 'object' || value === null) return undefined;
+  const value = noticeObject(payload);
+  if (value === undefined) return undefined;
   const entries = Object.entries(value);
   if (entries.length !== 1) return undefined;
   const [kind, id] = entries[0] as [string, unknown];

@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type pg from 'pg';
-import { PROJECTIONS } from '../../src/domains/projections/projection-types.ts';
+import { PROJECTIONS } from '../../src/domains/projections/projection-registry.ts';
 import { wazuhAlert } from '../../test/support/wazuh-alerts.ts';
 import { seconds } from '../api/report.ts';
 import type { BenchTenant } from './app.ts';

@@ -2,12 +2,15 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { StoredEvent } from '../../src/domains/events/index.ts';
 import { foldEvents } from '../../src/domains/projections/folds.ts';
-import { type Checkpoints, PROJECTIONS } from '../../src/domains/projections/projection-types.ts';
+import {
+  type Checkpoints,
+  noCheckpoints,
+} from '../../src/domains/projections/projection-registry.ts';
 import { wazuhAlert } from './support.ts';
 
 const TENANT = '11111111-1111-4111-8111-111111111111';
 const INV = '22222222-2222-4222-8222-222222222222';
-const NONE = Object.fromEntries(PROJECTIONS.map((p) => [p, 0n])) as Checkpoints;
+const NONE = noCheckpoints();
 
 let nextId = 1;
 function event(type: string, payload: unknown, at: string, streamId = INV): StoredEvent {
@@ -70,7 +73,7 @@ function received(
 test('§2.3 investigation.opened folds into a new open investigation and the opened metric of its hour', () => {
   const e = opened('2026-11-26T13:45:01.123Z', 'high');
   const changes = foldEvents([e], NONE);
-  assert.deepEqual(changes.opened, [
+  assert.deepEqual(changes.investigations.opened, [
     {
       id: INV,
       title: 'sshd: brute force',
@@ -81,11 +84,11 @@ test('§2.3 investigation.opened folds into a new open investigation and the ope
       last_event_id: e.id,
     },
   ]);
-  assert.deepEqual(changes.metrics, [
+  assert.deepEqual(changes.metrics_hourly, [
     { bucket: '2026-11-26T13:00:00.000Z', metric: 'investigations.opened', value: 1 },
   ]);
   assert.deepEqual(
-    [changes.alerts, changes.rules, changes.iocs, changes.analyzers],
+    [changes.investigations.alerts, changes.rule_stats, changes.ioc_stats, changes.analyzer_stats],
     [[], [], [], []],
   );
 });
@@ -98,7 +101,7 @@ test('§2.3 alert.received folds into the investigation (count, max severity, la
   });
   const b = received('2026-11-26T14:20:00.000Z', 5, { srcip: '203.0.113.7' });
   const changes = foldEvents([a, b], NONE);
-  assert.deepEqual(changes.alerts, [
+  assert.deepEqual(changes.investigations.alerts, [
     {
       id: INV,
       alerts: 2,
@@ -107,13 +110,13 @@ test('§2.3 alert.received folds into the investigation (count, max severity, la
       last_event_id: b.id,
     },
   ]);
-  assert.deepEqual(changes.metrics.map((m) => `${m.bucket} ${m.metric} ${m.value}`).sort(), [
+  assert.deepEqual(changes.metrics_hourly.map((m) => `${m.bucket} ${m.metric} ${m.value}`).sort(), [
     '2026-11-26T13:00:00.000Z alerts.high 1',
     '2026-11-26T13:00:00.000Z alerts.received 1',
     '2026-11-26T14:00:00.000Z alerts.low 1',
     '2026-11-26T14:00:00.000Z alerts.received 1',
   ]);
-  assert.deepEqual(changes.rules, [
+  assert.deepEqual(changes.rule_stats, [
     {
       rule_id: '5712',
       rule_name: 'rule 5712',
@@ -122,7 +125,13 @@ test('§2.3 alert.received folds into the investigation (count, max severity, la
     },
   ]);
   assert.deepEqual(
-    changes.iocs.map((i) => [i.ioc_type, i.ioc_value, i.hits, i.first_seen_at, i.last_seen_at]),
+    changes.ioc_stats.map((i) => [
+      i.ioc_type,
+      i.ioc_value,
+      i.hits,
+      i.first_seen_at,
+      i.last_seen_at,
+    ]),
     [
       ['ip', '203.0.113.7', 2, '2026-11-26T13:10:00.000Z', '2026-11-26T14:20:00.000Z'],
       ['url', 'http://bad.example/x', 1, '2026-11-26T13:10:00.000Z', '2026-11-26T13:10:00.000Z'],
@@ -141,7 +150,7 @@ test('§2.3 analyzer.completed folds into analyzer_stats: runs, failures, total 
     ],
     NONE,
   );
-  assert.deepEqual(changes.analyzers, [
+  assert.deepEqual(changes.analyzer_stats, [
     { analyzer: 'abuseipdb', runs: 2, failures: 1, total_duration_ms: 200, last_run_at: at2 },
   ]);
 });
@@ -155,10 +164,13 @@ test('§2.3 each projection folds only the events after its own checkpoint', () 
     metrics_hourly: BigInt(o.id),
   };
   const changes = foldEvents([o, a], checkpoints);
-  assert.deepEqual(changes.opened, []);
-  assert.deepEqual(changes.alerts, []);
-  assert.deepEqual(changes.metrics.map((m) => m.metric).sort(), ['alerts.info', 'alerts.received']);
-  assert.equal(changes.rules.length, 1);
+  assert.deepEqual(changes.investigations.opened, []);
+  assert.deepEqual(changes.investigations.alerts, []);
+  assert.deepEqual(changes.metrics_hourly.map((m) => m.metric).sort(), [
+    'alerts.info',
+    'alerts.received',
+  ]);
+  assert.equal(changes.rule_stats.length, 1);
 });
 
 test('§2.3 a malformed payload is skipped per projection, never turned into a row a constraint refuses', () => {
@@ -186,14 +198,18 @@ test('§2.3 a malformed payload is skipped per projection, never turned into a r
   );
   // The opening without a usable id falls back to its stream id, with a default title and severity.
   assert.deepEqual(
-    changes.opened.map((o) => [o.id, o.title, o.severity]),
+    changes.investigations.opened.map((o) => [o.id, o.title, o.severity]),
     [[INV, 'Untitled', 'info']],
   );
-  assert.deepEqual(changes.alerts, [], 'no investigation id: no investigation change');
-  assert.deepEqual(changes.rules, []);
-  assert.deepEqual(changes.iocs, []);
   assert.deepEqual(
-    changes.analyzers.map((a) => [a.analyzer, a.total_duration_ms]),
+    changes.investigations.alerts,
+    [],
+    'no investigation id: no investigation change',
+  );
+  assert.deepEqual(changes.rule_stats, []);
+  assert.deepEqual(changes.ioc_stats, []);
+  assert.deepEqual(
+    changes.analyzer_stats.map((a) => [a.analyzer, a.total_duration_ms]),
     [['vt', 0]],
   );
 });
@@ -203,9 +219,9 @@ test('§2.3 a second opening of an investigation in the batch restarts its count
   const a = received('2026-11-26T13:01:00.000Z', 14);
   const o2 = opened('2026-11-26T13:02:00.000Z', 'low');
   const changes = foldEvents([o1, a, o2], NONE);
-  assert.deepEqual(changes.alerts, []);
+  assert.deepEqual(changes.investigations.alerts, []);
   assert.deepEqual(
-    changes.opened.map((o) => [o.severity, o.last_event_id]),
+    changes.investigations.opened.map((o) => [o.severity, o.last_event_id]),
     [['low', o2.id]],
   );
 });

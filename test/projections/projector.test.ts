@@ -200,13 +200,13 @@ test('§5.7 isolation: B’s projections never hold A’s data, and a fold in A�
   await assert.rejects(
     db.app.withTenant(a, (tx) =>
       writeChanges(tx, b, {
-        opened: [],
-        alerts: [],
-        workflow: [],
-        metrics: [{ bucket: '2026-11-26T09:00:00.000Z', metric: 'alerts.received', value: 5 }],
-        rules: [],
-        iocs: [],
-        analyzers: [],
+        investigations: { opened: [], alerts: [], workflow: [] },
+        metrics_hourly: [
+          { bucket: '2026-11-26T09:00:00.000Z', metric: 'alerts.received', value: 5 },
+        ],
+        rule_stats: [],
+        ioc_stats: [],
+        analyzer_stats: [],
       }),
     ),
     /row-level security/,
@@ -217,15 +217,17 @@ test('§5.7 isolation: B’s projections never hold A’s data, and a fold in A�
   );
   await db.app.withTenant(a, (tx) =>
     writeChanges(tx, a, {
-      opened: [],
-      alerts: [
-        { id: invB, alerts: 50, severity: 'critical', last_alert_at: at1, last_event_id: '1' },
-      ],
-      workflow: [],
-      metrics: [],
-      rules: [],
-      iocs: [],
-      analyzers: [],
+      investigations: {
+        opened: [],
+        alerts: [
+          { id: invB, alerts: 50, severity: 'critical', last_alert_at: at1, last_event_id: '1' },
+        ],
+        workflow: [],
+      },
+      metrics_hourly: [],
+      rule_stats: [],
+      ioc_stats: [],
+      analyzer_stats: [],
     }),
   );
   assert.equal(JSON.stringify(await projectionRows(db, b)), rowsB, 'B unchanged');

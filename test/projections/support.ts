@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { AppDatabase } from '../../src/db/pools.ts';
 import { appendEvent } from '../../src/domains/events/index.ts';
+import { PROJECTIONS } from '../../src/domains/projections/projection-registry.ts';
 import type { TestDatabase } from '../support/database.ts';
 
 /** A Wazuh alert in the indexer's shape (issue 12 contract). */
@@ -190,23 +191,15 @@ export function seeded(seed: number): () => number {
   };
 }
 
-const TABLES: Record<string, string> = {
-  investigations: 'id',
-  metrics_hourly: 'metric, bucket',
-  rule_stats: 'rule_id',
-  ioc_stats: 'ioc_type, ioc_value',
-  analyzer_stats: 'analyzer',
-};
-
 /** Every projection row of the tenant (and its checkpoints' positions), in a stable order. */
 export async function projectionRows(
   db: TestDatabase,
   tenantId: string,
 ): Promise<Record<string, unknown[]>> {
   const result: Record<string, unknown[]> = {};
-  for (const [table, order] of Object.entries(TABLES)) {
+  for (const { table, key } of PROJECTIONS) {
     const { rows } = await db.pools.mssp.query(
-      `SELECT * FROM ${table} WHERE tenant_id = $1 ORDER BY ${order}`,
+      `SELECT * FROM ${table} WHERE tenant_id = $1 ORDER BY ${key.join(', ')}`,
       [tenantId],
     );
     result[table] = rows;

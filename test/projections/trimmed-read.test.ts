@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { readEventsAfter, readEventsToFold } from '../../src/domains/events/event-repository.ts';
 import { foldEvents } from '../../src/domains/projections/folds.ts';
-import { type Checkpoints, PROJECTIONS } from '../../src/domains/projections/projection-types.ts';
+import { noCheckpoints } from '../../src/domains/projections/projection-registry.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
 import { openInvestigation, randomTraffic, receiveAlert, seeded, wazuhAlert } from './support.ts';
@@ -13,7 +13,7 @@ import { openInvestigation, randomTraffic, receiveAlert, seeded, wazuhAlert } fr
  * fold starts reading another alert field, this test fails until the cut includes it.
  */
 let db: TestDatabase;
-const NONE = Object.fromEntries(PROJECTIONS.map((p) => [p, 0n])) as Checkpoints;
+const NONE = noCheckpoints();
 
 before(async () => {
   db = await createTestDatabase();

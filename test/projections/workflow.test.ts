@@ -4,11 +4,11 @@ import { after, before, test } from 'node:test';
 import { createSystemGate, type SystemGate } from '../../src/db/system-gate.ts';
 import { appendEvent, type StoredEvent } from '../../src/domains/events/index.ts';
 import { foldEvents } from '../../src/domains/projections/folds.ts';
+import { noCheckpoints } from '../../src/domains/projections/projection-registry.ts';
 import {
   createProjectionService,
   type ProjectionService,
 } from '../../src/domains/projections/projection-service.ts';
-import { type Checkpoints, PROJECTIONS } from '../../src/domains/projections/projection-types.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
 import {
@@ -476,13 +476,13 @@ test('issue 13 a second opening of the investigation in the batch drops the pipe
     recordedAt: minutes(id),
   });
   const opening = { investigation_id: inv, title: 't', severity: 'low' };
-  const none = Object.fromEntries(PROJECTIONS.map((p) => [p, 0n])) as Checkpoints;
+  const none = noCheckpoints();
   const before = foldEvents(
     [event('investigation.opened', opening), event('investigation.closed', { verdict: 'benign' })],
     none,
   );
   assert.deepEqual(
-    before.workflow.map((w) => [w.outcomes.open.status, w.verdict]),
+    before.investigations.workflow.map((w) => [w.outcomes.open.status, w.verdict]),
     [['closed', 'benign']],
   );
   const reopened = foldEvents(
@@ -493,7 +493,7 @@ test('issue 13 a second opening of the investigation in the batch drops the pipe
     ],
     none,
   );
-  assert.deepEqual(reopened.workflow, []);
+  assert.deepEqual(reopened.investigations.workflow, []);
 });
 
 const PIPELINE_TYPES = [

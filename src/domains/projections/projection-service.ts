@@ -1,11 +1,12 @@
-// The projections domain: folds each tenant's event store, in id order, into the read models
-// (investigations, metrics_hourly, rule_stats, ioc_stats, analyzer_stats) with a checkpoint each.
+// The projections domain: folds each tenant's event store, in id order, into the read models of
+// the registered projections (projection-registry.ts), with a checkpoint each.
 import type { AppDatabase } from '../../db/pools.ts';
 import type { SystemGate } from '../../db/system-gate.ts';
 import type { TenantTx } from '../../db/tenant-context.ts';
 import { readEventsToFold } from '../events/event-repository.ts';
 import { findTenantBySlugOrId } from '../tenants/tenant-repository.ts';
 import { foldEvents } from './folds.ts';
+import { type Checkpoints, noCheckpoints, PROJECTION_NAMES } from './projection-registry.ts';
 import {
   advanceCheckpoints,
   allTenants,
@@ -19,9 +20,7 @@ import {
 } from './projection-repository.ts';
 import {
   CheckpointConflictError,
-  type Checkpoints,
   type FoldOutcome,
-  PROJECTIONS,
   type RebuildResult,
 } from './projection-types.ts';
 
@@ -36,7 +35,8 @@ export interface ProjectionServiceDeps {
 
 function lowest(checkpoints: Checkpoints): bigint {
   let min: bigint | undefined;
-  for (const p of PROJECTIONS) if (min === undefined || checkpoints[p] < min) min = checkpoints[p];
+  for (const p of PROJECTION_NAMES)
+    if (min === undefined || checkpoints[p] < min) min = checkpoints[p];
   return min ?? 0n;
 }
 
@@ -56,7 +56,7 @@ async function foldBatch(
   if (!last) return { events: 0, lastEventId: lowest(checkpoints) };
   const lastEventId = BigInt(last.id);
   await writeChanges(tx, tenantId, foldEvents(events, checkpoints));
-  const behind = PROJECTIONS.filter((p) => checkpoints[p] < lastEventId);
+  const behind = PROJECTION_NAMES.filter((p) => checkpoints[p] < lastEventId);
   if ((await advanceCheckpoints(tx, tenantId, behind, lastEventId)) !== behind.length)
     throw new CheckpointConflictError(tenantId);
   for (const p of behind) checkpoints[p] = lastEventId;
@@ -101,7 +101,7 @@ export function createProjectionService(deps: ProjectionServiceDeps) {
       return db.withTenant(tenantId, async (tx) => {
         await projectorLock(tx, tenantId);
         await clearProjections(tx, tenantId);
-        const checkpoints = Object.fromEntries(PROJECTIONS.map((p) => [p, 0n])) as Checkpoints;
+        const checkpoints = noCheckpoints();
         let events = 0;
         let lastEventId = 0n;
         for (;;) {

@@ -1,120 +1,80 @@
+import type * as db from 'zapatos/db';
 import type * as s from 'zapatos/schema';
+import type { StoredEvent } from '../events/event-repository.ts';
 
-/** The projections a tenant's events are folded into, each with its own checkpoint row. */
-export const PROJECTIONS = [
-  'investigations',
-  'metrics_hourly',
-  'rule_stats',
-  'ioc_stats',
-  'analyzer_stats',
-] as const;
-export type Projection = (typeof PROJECTIONS)[number];
+/**
+ * One projection (docs/projections.md "Adding a projection"): the events it folds, its fold,
+ * its table and the statements that write one batch into it. Its checkpoint row is named after
+ * it. Registered once, in projection-registry.ts; the folds, the writes, the checkpoints and
+ * the rebuild all walk that list.
+ */
+export interface ProjectionModule<Name extends string, Changes, Table extends s.Table = s.Table> {
+  /** The checkpoint name (projection_checkpoints.projection). */
+  readonly name: Name;
+  /** The table it keeps, and the columns that order its rows (its key). */
+  readonly table: Table;
+  readonly key: readonly s.ColumnForTable<Table>[];
+  /**
+   * What a rebuild does first: `delete` empties the tenant's rows (derived through and
+   * through); `in-place` keeps them for the openings to reset (other tables refer to them).
+   */
+  readonly rebuild: 'delete' | 'in-place';
+  /** The event types its fold is given; every other event passes it by. */
+  readonly events: ReadonlySet<string>;
+  /** A fresh fold for one batch. */
+  fold(): Fold<Changes>;
+  /** Its statements, in order; each is skipped when all its row lists are empty. */
+  readonly writes: readonly Write<Changes>[];
+}
 
-/** Where each projection of one tenant got to: the last event id folded (0n: none). */
-export type Checkpoints = Record<Projection, bigint>;
+/**
+ * One batch's fold for one projection: its events after its checkpoint, in id order, become
+ * per-key row changes. It never throws on a malformed payload and never produces a row a table
+ * constraint would refuse: one bad event must not stall its tenant for ever (the batch would
+ * roll back and be retried without end). What cannot be read is skipped.
+ */
+export interface Fold<Changes> {
+  add(event: StoredEvent): void;
+  changes(): Changes;
+}
+
+/**
+ * One set-based statement: $1 is the tenant, $2… each one of `rows`, sent as a JSON array
+ * (jsonb_to_recordset), so a batch of up to 1,000 events costs one statement per write.
+ */
+export interface Write<Changes> {
+  /** The prepared statement's label. */
+  readonly label: string;
+  readonly text: string;
+  rows(changes: Changes): readonly (readonly unknown[])[];
+}
+
+/** A column as a batch's JSON carries it: timestamps as ISO text, event ids as decimal text. */
+type JsonColumn<Column, T> = Column extends 'last_event_id'
+  ? string
+  : T extends db.TimestampTzString
+    ? string
+    : T;
+
+/**
+ * A change row of one batch: the named columns of the table's generated JSON row type (so a
+ * renamed or dropped column is a type error here). Event ids stay text: JSON numbers are
+ * doubles, ids are bigint.
+ */
+export type ChangeRow<Row, K extends keyof Row> = { [P in K]: JsonColumn<P, Row[P]> };
 
 export const SEVERITIES = ['info', 'low', 'medium', 'high', 'critical'] as const;
 export type Severity = (typeof SEVERITIES)[number];
+
+export function isSeverity(value: unknown): value is Severity {
+  return typeof value === 'string' && (SEVERITIES as readonly string[]).includes(value);
+}
 
 /** The read model's status and verdict values (the CHECKs of sql/0004). */
 export const STATUSES = ['open', 'triaging', 'awaiting_review', 'resolved', 'closed'] as const;
 export type Status = (typeof STATUSES)[number];
 export const VERDICTS = ['true_positive', 'false_positive', 'benign', 'inconclusive'] as const;
 export type Verdict = (typeof VERDICTS)[number];
-
-/**
- * A new (or, on a second `investigation.opened` for the same id, restarted) investigation row.
- * Timestamps are ISO strings: the changes travel to SQL as one JSON document per statement.
- */
-export interface InvestigationOpen {
-  id: string;
-  title: string;
-  severity: Severity;
-  source: string | null;
-  source_ref: string | null;
-  opened_at: string;
-  last_event_id: string;
-}
-
-/** What a batch's alert.received events add to one investigation. */
-export interface InvestigationAlerts {
-  id: string;
-  alerts: number;
-  severity: Severity;
-  last_alert_at: string;
-  last_event_id: string;
-}
-
-/**
- * Where a batch's pipeline events leave an investigation that was in one status before the
- * batch. A timestamp key present sets the column (null clears it); absent leaves it.
- */
-export interface StatusOutcome {
-  status: Status;
-  closed_at?: string | null;
-  resolved_at?: string | null;
-}
-
-/**
- * What a batch's pipeline events (triage, reviews, closing, cases) do to one investigation.
- * A status move depends on the status before it, which only the table knows when the batch
- * starts, so the fold gives the outcome for every status the row may be in; the statement
- * picks the row's own. Verdict and summary do not depend on it: the latest readable one wins.
- */
-export interface InvestigationWorkflow {
-  id: string;
-  outcomes: Record<Status, StatusOutcome>;
-  verdict: Verdict | null;
-  summary: string | null;
-  updated_at: string;
-  last_event_id: string;
-}
-
-export interface MetricDelta {
-  bucket: string;
-  metric: string;
-  value: number;
-}
-
-export interface RuleDelta {
-  rule_id: string;
-  rule_name: string | null;
-  fired: number;
-  last_fired_at: string;
-}
-
-export type IocType = s.ioc_stats.Selectable['ioc_type'];
-
-export interface IocDelta {
-  ioc_type: IocType;
-  ioc_value: string;
-  hits: number;
-  first_seen_at: string;
-  last_seen_at: string;
-}
-
-export interface AnalyzerDelta {
-  analyzer: string;
-  runs: number;
-  failures: number;
-  total_duration_ms: number;
-  last_run_at: string;
-}
-
-/**
- * The row changes of one batch, one entry per key (so each upsert touches a row once).
- * Investigations opened in the batch are written before the alerts and pipeline events that
- * follow them; those two go to the table in one statement.
- */
-export interface ProjectionChanges {
-  opened: InvestigationOpen[];
-  alerts: InvestigationAlerts[];
-  workflow: InvestigationWorkflow[];
-  metrics: MetricDelta[];
-  rules: RuleDelta[];
-  iocs: IocDelta[];
-  analyzers: AnalyzerDelta[];
-}
 
 /** One fold transaction's outcome for a tenant. */
 export type FoldOutcome =

@@ -39,8 +39,11 @@ export async function serve(config: Config, logger: Logger): Promise<void> {
       const projector = await composeProjector(core, { events: api.events });
       if (!config.projector.enabled)
         logger.info('SVC_PROJECTOR=off: projections are not folded here');
-      // The job workers run here too unless a separate `svc worker` Deployment runs them.
-      const workers = config.worker.enabled ? await composeWorkers(core) : undefined;
+      // The job workers run here too unless a separate `svc worker` Deployment runs them; their
+      // pipeline calls models through the API's LLM service (one key cache per process).
+      const workers = config.worker.enabled
+        ? await composeWorkers(core, { pipeline: { llm: api.services.llm } })
+        : undefined;
       if (!workers) logger.info('SVC_WORKER=off: jobs are run by `svc worker`');
       try {
         await listenUntilSignal(config, logger, api, core.runtime.embedded, stopRequested);

@@ -8,6 +8,7 @@ import { ScrollTable } from '../shared/ScrollTable.tsx';
 import { Empty, Loading } from '../shared/states.tsx';
 import { Field } from './Field.tsx';
 import { formProblem } from './field-errors.ts';
+import { msspKeys } from './query-keys.ts';
 import { useTenantChoices } from './TenantPicker.tsx';
 
 const PAGE = 100;
@@ -65,7 +66,7 @@ export function AuditPage() {
   const [draft, setDraft] = useState<Draft>(NO_DRAFT);
   const [filters, setFilters] = useState<Filters>({});
   const audit = useInfiniteQuery({
-    queryKey: ['mssp', 'audit', filters],
+    queryKey: msspKeys.audit(filters),
     initialPageParam: undefined as string | undefined,
     queryFn: ({ pageParam }) =>
       ok(

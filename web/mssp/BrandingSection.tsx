@@ -8,6 +8,7 @@ import { readableOn } from '../shared/branding.ts';
 import { QueryView } from '../shared/states.tsx';
 import { Field } from './Field.tsx';
 import { formProblem } from './field-errors.ts';
+import { msspKeys } from './query-keys.ts';
 import { isAdmin } from './roles.ts';
 
 type BrandingView = Static<(typeof msspContract.getBranding.responses)[200]>;
@@ -54,12 +55,12 @@ function changeOf(d: Draft): BrandingChange {
 }
 
 /**
- * A tenant's portal branding (issue 14 "Branding"): admins edit it with a live preview, other
+ * A tenant's portal branding (docs/web.md "Branding"): admins edit it with a live preview, other
  * MSSP roles see it. The portal shows a saved change on its next page load.
  */
 export function BrandingSection({ tenantId }: { tenantId: string }) {
   const branding = useQuery({
-    queryKey: ['mssp', 'branding', tenantId],
+    queryKey: msspKeys.branding(tenantId),
     queryFn: () => ok(svc.mssp.getBranding({ params: { tenant_id: tenantId } })),
   });
   const { role } = useIdentity();
@@ -105,7 +106,7 @@ function BrandingForm({ tenantId, view }: { tenantId: string; view: BrandingView
   const save = useMutation({
     mutationFn: (body: BrandingChange) =>
       ok(svc.mssp.putBranding({ params: { tenant_id: tenantId }, body })),
-    onSuccess: (saved) => queries.setQueryData(['mssp', 'branding', tenantId], saved),
+    onSuccess: (saved) => queries.setQueryData(msspKeys.branding(tenantId), saved),
   });
   const problem = formProblem(save.error, FIELDS);
   const set = (key: keyof Draft) => (value: string) => setDraft((d) => ({ ...d, [key]: value }));

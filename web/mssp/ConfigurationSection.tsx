@@ -2,6 +2,7 @@ import { useQuery } from '@tanstack/react-query';
 import { ok, svc } from '../shared/api.ts';
 import { ScrollTable } from '../shared/ScrollTable.tsx';
 import { Empty, QueryView } from '../shared/states.tsx';
+import { msspKeys } from './query-keys.ts';
 
 const OUTCOME: Record<string, string> = {
   pending: 'Rolling out',
@@ -11,13 +12,13 @@ const OUTCOME: Record<string, string> = {
 };
 
 /**
- * A tenant's configuration revisions (issue 15), newest first, read-only: changes are made
- * through `PUT /api/mssp/tenants/{tenant_id}/config` (docs/operations.md "Configuration
- * revisions"). Shows the latest 50.
+ * A tenant's configuration revisions (docs/operations.md "Configuration revisions"), newest first,
+ * read-only: changes are made through `PUT /api/mssp/tenants/{tenant_id}/config`
+ * (docs/operations.md "Configuration revisions"). Shows the latest 50.
  */
 export function ConfigurationSection({ tenantId }: { tenantId: string }) {
   const revisions = useQuery({
-    queryKey: ['mssp', 'config-revisions', tenantId],
+    queryKey: msspKeys.configRevisions(tenantId),
     queryFn: () =>
       ok(svc.mssp.listConfigRevisions({ params: { tenant_id: tenantId }, query: { limit: 50 } })),
   });

@@ -3,12 +3,13 @@ import { Link } from 'react-router-dom';
 import { ok, svc } from '../shared/api.ts';
 import { ScrollTable } from '../shared/ScrollTable.tsx';
 import { Empty, QueryView } from '../shared/states.tsx';
+import { msspKeys } from './query-keys.ts';
 import { TENANT_STATES } from './tenant-states.ts';
 
 /** The console's landing page: every tenant by state, with its open incidents and reviews. */
 export function FleetPage() {
   const fleet = useQuery({
-    queryKey: ['mssp', 'fleet'],
+    queryKey: msspKeys.fleet(),
     queryFn: () => ok(svc.mssp.fleetSummary()),
     // Cross-tenant: no single tenant stream covers it, so it is polled.
     refetchInterval: 30_000,

@@ -1,6 +1,5 @@
 import {
   type InfiniteData,
-  type QueryKey,
   type UseInfiniteQueryResult,
   useInfiniteQuery,
 } from '@tanstack/react-query';
@@ -13,6 +12,7 @@ import { tenantEventsUrl, useTenantEvents } from '../shared/events.ts';
 import { LoadMore } from '../shared/LoadMore.tsx';
 import { ScrollTable } from '../shared/ScrollTable.tsx';
 import { Empty, ErrorState, Loading } from '../shared/states.tsx';
+import { msspKeys } from './query-keys.ts';
 import { TenantPicker, useTenantParam } from './TenantPicker.tsx';
 
 const PAGE = 50;
@@ -41,7 +41,7 @@ export function IncidentsPage() {
 
 function AllIncidents() {
   const incidents = useInfiniteQuery({
-    queryKey: ['mssp', 'incidents', 'all'],
+    queryKey: msspKeys.allIncidents(),
     initialPageParam: undefined as string | undefined,
     queryFn: ({ pageParam }) =>
       ok(
@@ -63,7 +63,7 @@ function AllIncidents() {
 }
 
 function TenantIncidents({ tenantId }: { tenantId: string }) {
-  const key: QueryKey = ['mssp', 'incidents', tenantId];
+  const key = msspKeys.tenantIncidents(tenantId);
   const incidents = useInfiniteQuery({
     queryKey: key,
     initialPageParam: undefined as string | undefined,

@@ -4,15 +4,16 @@ import { ok, svc } from '../shared/api.ts';
 import { ErrorState } from '../shared/states.tsx';
 import { ROLE_LABELS } from '../shared/texts.ts';
 import { Modal } from './Modal.tsx';
+import { msspKeys } from './query-keys.ts';
 import type { User } from './UsersPage.tsx';
 
 type MsspRole = 'platform_admin' | 'mssp_admin' | 'analyst';
 const MSSP_ROLES: MsspRole[] = ['analyst', 'mssp_admin', 'platform_admin'];
 
 /**
- * Disable / enable and the role of an MSSP user (issue 15). Offered to a platform_admin for
- * anyone but themselves: spec §5.8 gives MSSP-side user management to that role alone, and the
- * API refuses one's own account (409 cannot_disable_self / cannot_change_own_role).
+ * Disable / enable and the role of an MSSP user (docs/operations.md "MSSP users"). Offered to a
+ * platform_admin for anyone but themselves: spec §5.8 gives MSSP-side user management to that role
+ * alone, and the API refuses one's own account (409 cannot_disable_self / cannot_change_own_role).
  */
 export function MsspUserActions({ user }: { user: User }) {
   return (
@@ -25,7 +26,7 @@ export function MsspUserActions({ user }: { user: User }) {
 
 function useRefresh() {
   const queries = useQueryClient();
-  return () => void queries.invalidateQueries({ queryKey: ['mssp', 'users'] });
+  return () => void queries.invalidateQueries({ queryKey: msspKeys.users() });
 }
 
 function RoleSelect({ user }: { user: User }) {

@@ -10,6 +10,7 @@ import { ScrollTable } from '../shared/ScrollTable.tsx';
 import { Empty, QueryView } from '../shared/states.tsx';
 import { Field } from './Field.tsx';
 import { formProblem } from './field-errors.ts';
+import { msspKeys } from './query-keys.ts';
 import { isAdmin } from './roles.ts';
 
 type PolicyView = Static<(typeof msspContract.getTriagePolicy.responses)[200]>;
@@ -102,7 +103,7 @@ function policyOf(d: Draft): TriagePolicy {
 export function PolicyPage() {
   const { tenantId = '' } = useParams();
   const policy = useQuery({
-    queryKey: ['mssp', 'policy', tenantId],
+    queryKey: msspKeys.policy(tenantId),
     queryFn: () => ok(svc.mssp.getTriagePolicy({ params: { tenant_id: tenantId } })),
   });
   return (
@@ -128,7 +129,7 @@ function PolicyEditor({ tenantId, view }: { tenantId: string; view: PolicyView }
   const save = useMutation({
     mutationFn: (body: TriagePolicy) =>
       ok(svc.mssp.putTriagePolicy({ params: { tenant_id: tenantId }, body })),
-    onSuccess: (saved) => queries.setQueryData(['mssp', 'policy', tenantId], saved),
+    onSuccess: (saved) => queries.setQueryData(msspKeys.policy(tenantId), saved),
   });
   const problem = formProblem(save.error, FIELDS);
   const set = (key: keyof Draft) => (value: string) => setDraft((d) => ({ ...d, [key]: value }));
@@ -280,7 +281,7 @@ function PolicyEditor({ tenantId, view }: { tenantId: string; view: PolicyView }
 
 function Usage({ tenantId }: { tenantId: string }) {
   const usage = useQuery({
-    queryKey: ['mssp', 'llm-usage', tenantId],
+    queryKey: msspKeys.llmUsage(tenantId),
     queryFn: () => ok(svc.mssp.llmUsage({ params: { tenant_id: tenantId }, query: { days: 30 } })),
   });
   return (

@@ -6,6 +6,7 @@ import type { msspContract } from '../../contracts/index.ts';
 import { ok, svc } from '../shared/api.ts';
 import { tenantEventsUrl, useTenantEvents } from '../shared/events.ts';
 import { Empty, ErrorState, QueryView } from '../shared/states.tsx';
+import { msspKeys } from './query-keys.ts';
 import { TenantPicker, useTenantParam } from './TenantPicker.tsx';
 
 type Review = Static<(typeof msspContract.tenantReviews.responses)[200]>['items'][number];
@@ -30,7 +31,7 @@ export function ReviewsPage() {
 
 function AllReviews() {
   const reviews = useQuery({
-    queryKey: ['mssp', 'reviews', 'all'],
+    queryKey: msspKeys.allReviews(),
     queryFn: () => ok(svc.mssp.allReviews()),
     // Cross-tenant: no single tenant stream covers it, so it is polled, as the fleet is.
     refetchInterval: 30_000,
@@ -53,7 +54,7 @@ function AllReviews() {
 }
 
 function TenantReviews({ tenantId }: { tenantId: string }) {
-  const key = ['mssp', 'reviews', tenantId];
+  const key = msspKeys.tenantReviews(tenantId);
   const reviews = useQuery({
     queryKey: key,
     queryFn: () => ok(svc.mssp.tenantReviews({ params: { tenant_id: tenantId } })),
@@ -105,8 +106,8 @@ function ReviewCard({
     },
     onSuccess: () => {
       // Both queues that may show it: the tenant's and the one across tenants.
-      void queries.invalidateQueries({ queryKey: ['mssp', 'reviews'] });
-      void queries.invalidateQueries({ queryKey: ['mssp', 'fleet'] });
+      void queries.invalidateQueries({ queryKey: msspKeys.reviews() });
+      void queries.invalidateQueries({ queryKey: msspKeys.fleet() });
     },
   });
   const submit = (decision: 'approve' | 'reject') => (event?: FormEvent) => {

@@ -4,6 +4,7 @@ import { ok, svc } from '../shared/api.ts';
 import { ErrorState } from '../shared/states.tsx';
 import { Field } from './Field.tsx';
 import { Modal } from './Modal.tsx';
+import { msspKeys } from './query-keys.ts';
 import type { Tenant } from './tenant-states.ts';
 
 const TEXT = {
@@ -37,9 +38,8 @@ export function SuspensionAction({ tenant }: { tenant: Tenant }) {
       return ok(action === 'suspend' ? svc.mssp.suspend(request) : svc.mssp.resume(request));
     },
     onSettled: () => {
-      void queries.invalidateQueries({ queryKey: ['mssp', 'tenant', tenant.id] });
-      void queries.invalidateQueries({ queryKey: ['mssp', 'tenants'] });
-      void queries.invalidateQueries({ queryKey: ['mssp', 'fleet'] });
+      for (const queryKey of msspKeys.tenantChanged(tenant.id))
+        void queries.invalidateQueries({ queryKey });
     },
   });
   const close = () => {

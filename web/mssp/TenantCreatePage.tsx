@@ -5,6 +5,7 @@ import type { TenantConfig } from '../../contracts/tenant-config.ts';
 import { ok, svc } from '../shared/api.ts';
 import { Field } from './Field.tsx';
 import { formProblem } from './field-errors.ts';
+import { msspKeys } from './query-keys.ts';
 
 /** The body pointers this form has a field for (problem `errors[].path`, docs/errors.md). */
 const FIELDS = [
@@ -90,8 +91,8 @@ export function TenantCreatePage() {
   const create = useMutation({
     mutationFn: (config: TenantConfig) => ok(svc.mssp.createTenant({ body: config })),
     onSuccess: ({ tenant }) => {
-      void queries.invalidateQueries({ queryKey: ['mssp', 'tenants'] });
-      void queries.invalidateQueries({ queryKey: ['mssp', 'fleet'] });
+      void queries.invalidateQueries({ queryKey: msspKeys.tenants() });
+      void queries.invalidateQueries({ queryKey: msspKeys.fleet() });
       navigate(`/tenants/${tenant.id}`);
     },
   });

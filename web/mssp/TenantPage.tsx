@@ -11,6 +11,7 @@ import { ConfigurationSection } from './ConfigurationSection.tsx';
 import { Field } from './Field.tsx';
 import { formProblem } from './field-errors.ts';
 import { Modal } from './Modal.tsx';
+import { msspKeys } from './query-keys.ts';
 import { isAdmin } from './roles.ts';
 import { SuspensionAction } from './SuspensionAction.tsx';
 import {
@@ -27,7 +28,7 @@ const when = (iso: string | null | undefined) => (iso ? new Date(iso).toLocaleSt
 export function TenantPage() {
   const { tenantId = '' } = useParams();
   const identity = useIdentity();
-  const key = ['mssp', 'tenant', tenantId];
+  const key = msspKeys.tenant(tenantId);
   const tenant = useQuery({
     queryKey: key,
     queryFn: () => ok(svc.mssp.getTenant({ params: { tenant_id: tenantId } })),
@@ -35,7 +36,7 @@ export function TenantPage() {
     refetchInterval: (q) =>
       q.state.data && MOVING_STATES.includes(q.state.data.tenant.state) ? 15_000 : false,
   });
-  useTenantEvents(tenantEventsUrl(tenantId), [key, ['mssp', 'fleet']], LIFECYCLE_EVENT_TYPES);
+  useTenantEvents(tenantEventsUrl(tenantId), [key, msspKeys.fleet()], LIFECYCLE_EVENT_TYPES);
   return (
     <QueryView query={tenant}>
       {({ tenant: t, lifecycle, adapter }) => (
@@ -194,9 +195,8 @@ function useTenantMutation<T>(tenantId: string, fn: () => Promise<T>) {
   return useMutation({
     mutationFn: fn,
     onSettled: () => {
-      void queries.invalidateQueries({ queryKey: ['mssp', 'tenant', tenantId] });
-      void queries.invalidateQueries({ queryKey: ['mssp', 'tenants'] });
-      void queries.invalidateQueries({ queryKey: ['mssp', 'fleet'] });
+      for (const queryKey of msspKeys.tenantChanged(tenantId))
+        void queries.invalidateQueries({ queryKey });
     },
   });
 }

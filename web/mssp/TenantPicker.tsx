@@ -3,6 +3,7 @@ import { useId } from 'react';
 import { useSearchParams } from 'react-router-dom';
 import { ok, svc } from '../shared/api.ts';
 import { ErrorState } from '../shared/states.tsx';
+import { msspKeys } from './query-keys.ts';
 
 /**
  * The chosen tenant of a page, kept in the URL (`?tenant=<id>`) so the page can be linked to
@@ -28,7 +29,7 @@ export function useTenantParam(): [string | undefined, (id: string | undefined) 
 /** Tenants to choose from: the first 200 by the API's order (its largest page). */
 export function useTenantChoices() {
   return useQuery({
-    queryKey: ['mssp', 'tenants', 'choices'],
+    queryKey: msspKeys.tenantChoices(),
     queryFn: () => ok(svc.mssp.listTenants({ query: { limit: 200 } })),
   });
 }

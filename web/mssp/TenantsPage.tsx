@@ -6,6 +6,7 @@ import { useIdentity } from '../shared/auth.tsx';
 import { LoadMore } from '../shared/LoadMore.tsx';
 import { ScrollTable } from '../shared/ScrollTable.tsx';
 import { Empty, ErrorState, Loading } from '../shared/states.tsx';
+import { msspKeys } from './query-keys.ts';
 import { isAdmin } from './roles.ts';
 import { TENANT_STATES, type TenantState } from './tenant-states.ts';
 
@@ -23,7 +24,7 @@ export function TenantsPage() {
   const raw = params.get('state');
   const state = isState(raw) ? raw : undefined;
   const tenants = useInfiniteQuery({
-    queryKey: ['mssp', 'tenants', 'list', state ?? 'all'],
+    queryKey: msspKeys.tenantList(state),
     initialPageParam: undefined as string | undefined,
     queryFn: ({ pageParam }) =>
       ok(

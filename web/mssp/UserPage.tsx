@@ -9,6 +9,7 @@ import { ROLE_LABELS } from '../shared/texts.ts';
 import { Modal } from './Modal.tsx';
 import { MsspUserActions } from './MsspUserActions.tsx';
 import { OneTimePassword } from './OneTimePassword.tsx';
+import { msspKeys } from './query-keys.ts';
 import { isAdmin } from './roles.ts';
 import type { User } from './UsersPage.tsx';
 
@@ -32,7 +33,7 @@ export function UserPage() {
   const [params] = useSearchParams();
   const tenantId = params.get('tenant') ?? undefined;
   const users = useQuery({
-    queryKey: tenantId ? ['mssp', 'tenant-users', tenantId] : ['mssp', 'users'],
+    queryKey: tenantId ? msspKeys.tenantUsers(tenantId) : msspKeys.users(),
     queryFn: () =>
       tenantId
         ? ok(svc.mssp.listTenantUsers({ params: { tenant_id: tenantId } }))
@@ -167,7 +168,7 @@ function Deactivate({ user, tenantId }: { user: User; tenantId: string }) {
       ok(svc.mssp.deactivateTenantUser({ params: { tenant_id: tenantId, user_id: user.id } })),
     onSuccess: () => {
       setOpen(false);
-      void queries.invalidateQueries({ queryKey: ['mssp', 'tenant-users', tenantId] });
+      void queries.invalidateQueries({ queryKey: msspKeys.tenantUsers(tenantId) });
     },
   });
   return (

@@ -12,6 +12,7 @@ import { ROLE_LABELS } from '../shared/texts.ts';
 import { Field } from './Field.tsx';
 import { formProblem } from './field-errors.ts';
 import { OneTimePassword } from './OneTimePassword.tsx';
+import { msspKeys } from './query-keys.ts';
 import { isAdmin } from './roles.ts';
 import { TenantPicker, useTenantParam } from './TenantPicker.tsx';
 
@@ -29,7 +30,7 @@ function grantable(role: Role): MsspRole[] {
 export function UsersPage() {
   const identity = useIdentity();
   const users = useQuery({
-    queryKey: ['mssp', 'users'],
+    queryKey: msspKeys.users(),
     queryFn: () => ok(svc.mssp.listUsers()),
   });
   return (
@@ -133,7 +134,7 @@ function CreateMsspUser({ roles }: { roles: MsspRole[] }) {
     onSuccess: () => {
       setEmail('');
       setName('');
-      void queries.invalidateQueries({ queryKey: ['mssp', 'users'] });
+      void queries.invalidateQueries({ queryKey: msspKeys.users() });
     },
   });
   const problem = formProblem(create.error, ['/email', '/display_name', '/role']);
@@ -205,7 +206,7 @@ function TenantUsers() {
 
 function TenantUserList({ tenantId }: { tenantId: string }) {
   const users = useQuery({
-    queryKey: ['mssp', 'tenant-users', tenantId],
+    queryKey: msspKeys.tenantUsers(tenantId),
     queryFn: () => ok(svc.mssp.listTenantUsers({ params: { tenant_id: tenantId } })),
   });
   return (
@@ -241,7 +242,7 @@ function CreateTenantUser({ tenantId }: { tenantId: string }) {
     onSuccess: () => {
       setEmail('');
       setName('');
-      void queries.invalidateQueries({ queryKey: ['mssp', 'tenant-users', tenantId] });
+      void queries.invalidateQueries({ queryKey: msspKeys.tenantUsers(tenantId) });
     },
   });
   const problem = formProblem(create.error, ['/email', '/display_name']);

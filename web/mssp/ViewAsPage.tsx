@@ -6,6 +6,7 @@ import { ScrollTable } from '../shared/ScrollTable.tsx';
 import { Empty, QueryView } from '../shared/states.tsx';
 import { formProblem } from './field-errors.ts';
 import { type Impersonation, startImpersonation, useImpersonation } from './impersonation.tsx';
+import { msspKeys } from './query-keys.ts';
 
 const DURATIONS = [
   { minutes: 5, label: '5 minutes' },
@@ -22,7 +23,7 @@ export function ViewAsPage() {
   const { tenantId = '' } = useParams();
   const view = useImpersonation();
   const tenant = useQuery({
-    queryKey: ['mssp', 'tenant', tenantId],
+    queryKey: msspKeys.tenant(tenantId),
     queryFn: () => ok(svc.mssp.getTenant({ params: { tenant_id: tenantId } })),
   });
   return (
@@ -122,15 +123,15 @@ function StartView({
 function CustomerView({ view }: { view: Impersonation }) {
   const params = { tenant_id: view.tenantId };
   const incidents = useQuery({
-    queryKey: ['as', view.tenantId, 'incidents'],
+    queryKey: msspKeys.viewAsIncidents(view.tenantId),
     queryFn: () => ok(view.client.mssp.tenantIncidents({ params, query: { limit: 50 } })),
   });
   const reviews = useQuery({
-    queryKey: ['as', view.tenantId, 'reviews'],
+    queryKey: msspKeys.viewAsReviews(view.tenantId),
     queryFn: () => ok(view.client.mssp.tenantReviews({ params })),
   });
   const audit = useQuery({
-    queryKey: ['as', view.tenantId, 'audit'],
+    queryKey: msspKeys.viewAsAudit(view.tenantId),
     queryFn: () => ok(view.client.mssp.audit({ query: { tenant_id: view.tenantId, limit: 50 } })),
   });
   return (

@@ -3,6 +3,7 @@ import { useEffect, useState, useSyncExternalStore } from 'react';
 import { Link } from 'react-router-dom';
 import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
 import { NetworkError } from '../shared/api.ts';
+import { msspKeys } from './query-keys.ts';
 
 /**
  * "View as customer" (spec §5.2, docs/api.md "Impersonation tokens"): the token minted by
@@ -109,7 +110,7 @@ export function ImpersonationBanner() {
   const queries = useQueryClient();
   if (!view) return null;
   const end = () => {
-    queries.removeQueries({ queryKey: ['as', view.tenantId] });
+    queries.removeQueries({ queryKey: msspKeys.viewAs(view.tenantId) });
     endImpersonation();
   };
   return (

@@ -17,6 +17,13 @@ export {
 export { internalContract } from './internal.ts';
 export { msspContract } from './mssp.ts';
 export { PublicBranding, publicContract } from './public.ts';
+export {
+  CUSTOMER_ROLES,
+  MSSP_OPERATORS,
+  MSSP_ROLES,
+  PLATFORM_ADMINS,
+  ROLES,
+} from './roles.ts';
 export * from './route.ts';
 export { tenantContract } from './tenant.ts';
 

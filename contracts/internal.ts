@@ -2,6 +2,7 @@ import Type from 'typebox';
 import { AdapterStatus } from './adapter-status.ts';
 import { TenantState } from './mssp.ts';
 import { Problem, route, Uuid } from './route.ts';
+import { Timestamp } from './timestamp.ts';
 
 /**
  * The tenant never comes from the request in this family: it is the token's `tenant_id`
@@ -135,7 +136,7 @@ export const internalContract = {
     body: BootstrapBody,
     responses: {
       200: Type.Object(
-        { token: Type.String(), expires_at: Type.String() },
+        { token: Type.String(), expires_at: Timestamp },
         { additionalProperties: false },
       ),
       400: Problem,

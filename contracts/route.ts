@@ -1,4 +1,5 @@
 import Type, { type Static, type TSchema } from 'typebox';
+import type { Role } from './roles.ts';
 
 /**
  * A route of an API family: method, path in the spec's own notation (`{name}` parameters,
@@ -17,8 +18,20 @@ export interface Route<
   method: M;
   path: P;
   summary: string;
-  /** Who may call it, for the reference page; enforcement is declared at the server route. */
-  access: string;
+  /**
+   * The user roles that may call it (spec §5.8). `implement()` (src/http/contract.ts) refuses
+   * every other role with 403 `forbidden` before anything else of the route runs, and refuses
+   * to register an `/api/mssp/*` or `/api/tenant/*` route without it; the permission-matrix
+   * test and the web apps' visibility are derived from it. Absent on routes no user role
+   * reaches: anonymous ones, service tokens, and the auth family's own-session routes.
+   */
+  roles?: readonly Role[];
+  /**
+   * For the reference page (`accessText` adds it to the roles): a narrower rule the service
+   * checks on the target (`export: platform_admin`), or the credential of a route without roles
+   * (`adapter token`).
+   */
+  access?: string;
   params?: Params;
   query?: Query;
   body?: Body;
@@ -48,6 +61,21 @@ export interface Route<
 }
 
 export type Impersonation = 'deny' | 'own_tenant';
+
+const IMPERSONATION_TEXT: Record<Impersonation, string> = {
+  deny: 'not with an impersonation token',
+  own_tenant: 'an impersonation token: its own tenant only',
+};
+
+/** Who may call a route, as the reference page says it: derived from what the route declares. */
+export function accessText(r: Route): string {
+  const parts = [
+    ...(r.roles ? [r.roles.join(', ')] : []),
+    ...(r.impersonation ? [IMPERSONATION_TEXT[r.impersonation]] : []),
+    ...(r.access ? [r.access] : []),
+  ];
+  return parts.join('; ') || (r.anonymous ? 'anonymous' : 'session');
+}
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 

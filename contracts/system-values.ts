@@ -96,7 +96,7 @@ export const SystemValues = Type.Object(
     ),
     serviceAccount: Type.Object({ name: objectName({ default: 'svc' }) }, closed),
     api: Type.Object({ replicas: Type.Integer({ minimum: 1, maximum: 20, default: 1 }) }, closed),
-    /** `svc worker`, the job runner (issue 13); `concurrency` is jobs at once per pod. */
+    /** `svc worker`, the job runner (docs/jobs.md); `concurrency` is jobs at once per pod. */
     worker: Type.Object(
       {
         enabled: Type.Boolean({ default: true }),
@@ -255,9 +255,9 @@ export const SystemValues = Type.Object(
         /** Namespace of the ingress controller, the only outside source allowed to the API. */
         ingressNamespace: dnsLabel({ default: 'ingress-nginx' }),
         /**
-         * Egress of svc's pods to the Kubernetes API (issue 17): the API server's endpoint
-         * addresses (a policy sees them, not the `kubernetes` Service's ClusterIP) and ports;
-         * no CIDRs means any address on those ports.
+         * Egress of svc's pods to the Kubernetes API (docs/charts-system.md): the API server's
+         * endpoint addresses (a policy sees them, not the `kubernetes` Service's ClusterIP) and
+         * ports; no CIDRs means any address on those ports.
          */
         kubeApiServer: Type.Object(
           {
@@ -280,7 +280,7 @@ export const SystemValues = Type.Object(
       },
       closed,
     ),
-    /** The edge proxy (issue 15; spec §2.9 monitorIngress.mode=edge-proxy). */
+    /** The edge proxy (spec §2.9 monitorIngress.mode=edge-proxy; docs/operations.md). */
     edgeProxy: Type.Object(
       {
         enabled: Type.Boolean({ default: false }),
@@ -318,7 +318,7 @@ export const SystemValues = Type.Object(
     ),
     licensing: Type.Object({ enabled: Type.Boolean({ default: false }) }, closed),
     telemetry: Type.Object({ enabled: Type.Boolean({ default: false }) }, closed),
-    /** Prometheus metrics (issue 15): `GET /metrics` on its own port of every svc pod. */
+    /** Prometheus metrics (docs/operations.md): `GET /metrics` on its own port of every svc pod. */
     metrics: Type.Object(
       {
         enabled: Type.Boolean({ default: true }),

@@ -1,11 +1,13 @@
 import Type, { type Static } from 'typebox';
 import { Uuid } from './route.ts';
 import { Integration, LlmSettings, TenantConfig, TenantSlug } from './tenant-config.ts';
+import { Timestamp } from './timestamp.ts';
 
 /**
- * Configuration revisions (issue 15, spec §6.2): what `GET|PUT /api/mssp/tenants/{id}/config`
- * and `…/config/revisions` speak. Secret values never leave svc: a stored configuration says
- * whether each secret is set (`llm.has_api_key`, `integrations.items[].has_credential`).
+ * Configuration revisions (spec §6.2, docs/operations.md "Configuration revisions"): what `GET|PUT
+ * /api/mssp/tenants/{id}/config` and `…/config/revisions` speak. Secret values never leave svc: a
+ * stored configuration says whether each secret is set (`llm.has_api_key`,
+ * `integrations.items[].has_credential`).
  */
 
 const { api_key: _apiKey, ...llmSettings } = LlmSettings.properties;
@@ -78,9 +80,9 @@ export const ConfigRevision = Type.Object(
     error: Type.Union([Type.String(), Type.Null()]),
     /** `user:<id>` for a change through the API. */
     actor: Type.String(),
-    requested_at: Type.String(),
+    requested_at: Timestamp,
     /** When the rollout ended; null while pending and for revision 1 (provisioning applied it). */
-    completed_at: Type.Union([Type.String(), Type.Null()]),
+    completed_at: Type.Union([Timestamp, Type.Null()]),
     config: StoredTenantConfig,
   },
   { additionalProperties: false },

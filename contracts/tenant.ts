@@ -1,10 +1,11 @@
 import Type, { type TObject, type TProperties } from 'typebox';
 import { InvestigationStatus, Severity } from './investigation-values.ts';
 import { TenantState } from './mssp.ts';
+import { CUSTOMER_ROLES } from './roles.ts';
 import { Problem, route, Uuid } from './route.ts';
 import { Timestamp } from './timestamp.ts';
 
-const ACCESS = "customer_viewer (session or tenant token); always the caller's own tenant";
+const ACCESS = "session or tenant token; always the caller's own tenant";
 
 const Verdict = Type.Union([
   Type.Literal('true_positive'),
@@ -154,6 +155,7 @@ export const tenantContract = {
     method: 'GET',
     path: '/api/tenant/overview',
     summary: 'Dashboard numbers: open investigations, pending reviews, recent activity',
+    roles: CUSTOMER_ROLES,
     access: ACCESS,
     query: NoQuery,
     responses: { 200: Overview, 400: Problem },
@@ -162,6 +164,7 @@ export const tenantContract = {
     method: 'GET',
     path: '/api/tenant/incidents',
     summary: 'Investigations, newest first, by status and severity; keyset-paginated',
+    roles: CUSTOMER_ROLES,
     access: ACCESS,
     query: IncidentsQuery,
     responses: {
@@ -173,6 +176,7 @@ export const tenantContract = {
     method: 'GET',
     path: '/api/tenant/reports',
     summary: 'Daily metric rollups over the last `days` UTC days, top rules and top IOCs',
+    roles: CUSTOMER_ROLES,
     access: ACCESS,
     query: closed({ days: Type.Optional(Type.Integer({ minimum: 1, maximum: 90 })) }),
     responses: { 200: Report, 400: Problem },
@@ -181,6 +185,7 @@ export const tenantContract = {
     method: 'GET',
     path: '/api/tenant/audit',
     summary: "The tenant's audit trail, newest first, impersonation entries flagged",
+    roles: CUSTOMER_ROLES,
     access: ACCESS,
     query: AuditQuery,
     responses: {
@@ -192,6 +197,7 @@ export const tenantContract = {
     method: 'GET',
     path: '/api/tenant/branding',
     summary: "The tenant's branding, or the install defaults when it has none",
+    roles: CUSTOMER_ROLES,
     access: ACCESS,
     query: NoQuery,
     responses: { 200: Branding, 400: Problem },
@@ -200,6 +206,7 @@ export const tenantContract = {
     method: 'GET',
     path: '/api/tenant/events',
     summary: "Server-sent events of the caller's tenant (bound to it at subscription)",
+    roles: CUSTOMER_ROLES,
     access: ACCESS,
     query: NoQuery,
     stream: 'text/event-stream',

@@ -23,5 +23,15 @@ function isStorableTimestamp(value: string): boolean {
 // Compiled checkers look the format up when they are compiled, and contracts load first.
 Format.Set('date-time', isStorableTimestamp);
 
-/** The one timestamp schema of the API; the pattern is in the OpenAPI document as well. */
-export const Timestamp = Type.String({ format: 'date-time', pattern: TIMESTAMP_PATTERN });
+/**
+ * The one timestamp schema of the API; the pattern is in the OpenAPI document as well. A codec:
+ * on the wire it is the text above, and a server handler answers it with a Date (a response
+ * body's type is its schema's decoded form, src/http/contract.ts), which the response encodes
+ * once as `Date#toISOString`: RFC 3339 in UTC with milliseconds (`2026-01-02T03:04:05.678Z`),
+ * also what JSON.stringify writes for a Date. Requests still arrive as the text.
+ */
+export const Timestamp = Type.Codec(
+  Type.String({ format: 'date-time', pattern: TIMESTAMP_PATTERN }),
+)
+  .Decode((text: string) => new Date(text))
+  .Encode((instant: Date) => instant.toISOString());

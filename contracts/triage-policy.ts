@@ -1,9 +1,9 @@
 import Type, { type Static } from 'typebox';
 
 /**
- * A tenant's triage policy (issue 13): the deterministic rules that run before any model, what
- * is redacted from prompts, and the daily LLM budget. Set by the MSSP per tenant
- * (`PUT /api/mssp/tenants/{tenant_id}/triage-policy`); absent keys take the defaults below.
+ * A tenant's triage policy (docs/pipeline.md "Triage policy"): the deterministic rules that run
+ * before any model, what is redacted from prompts, and the daily LLM budget. Set by the MSSP per
+ * tenant (`PUT /api/mssp/tenants/{tenant_id}/triage-policy`); absent keys take the defaults below.
  */
 const RuleGroup = Type.String({ pattern: '^[A-Za-z0-9_.:-]{1,100}$' });
 /** A dotted path into a Wazuh alert, e.g. `data.srcuser` or `agent.ip`. */

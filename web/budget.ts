@@ -1,6 +1,6 @@
-// `npm run build:web` step 2 (issue 14 "Budgets"): the initial JS of each app, gzipped, is at
-// most 200 KB. Initial = the entry chunk and everything it imports statically (what the
-// browser loads before the first page renders); lazy pages (dynamic imports) do not count.
+// `npm run build:web` step 2 (docs/web.md "Budgets and builds"): the initial JS of each app,
+// gzipped, is at most 200 KB. Initial = the entry chunk and everything it imports statically (what
+// the browser loads before the first page renders); lazy pages (dynamic imports) do not count.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';

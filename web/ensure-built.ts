@@ -1,5 +1,5 @@
-// `npm start` step 1 (issue 14 "Budgets": a fresh clone serves both consoles with no extra
-// command): build web/dist when it is missing or older than what it is built from. Compares
+// `npm start` step 1 (docs/web.md "Budgets and builds": a fresh clone serves both consoles with no
+// extra command): build web/dist when it is missing or older than what it is built from. Compares
 // modification times only, so an up-to-date build costs a directory walk, not a build.
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';

@@ -1,9 +1,10 @@
 import type { Context, Hono, MiddlewareHandler } from 'hono';
-import type { Static, TSchema } from 'typebox';
+import type { Static, StaticDecode, TSchema } from 'typebox';
 import { Compile } from 'typebox/compile';
 import Value from 'typebox/value';
 import type { Route } from '../../contracts/route.ts';
 import { readJson } from './body.ts';
+import { requireRole } from './guards.ts';
 import { impersonationGuard } from './impersonation.ts';
 import { ProblemError } from './problem.ts';
 import { refuseUnstorableText } from './storable-text.ts';
@@ -16,11 +17,15 @@ export interface RouteRequest<R extends Route> {
   body: StaticOf<Exclude<R['body'], undefined>>;
 }
 
-/** A handler answers with one of the statuses its route declares, and that status's body. */
+/**
+ * A handler answers with one of the statuses its route declares, and that status's body in its
+ * decoded form: a timestamp is a Date (contracts/timestamp.ts), turned into the contract's text
+ * once, when the body is written (register below), never by hand in a router or a service.
+ */
 export type RouteResult<R extends Route> = {
   [S in keyof R['responses'] & number]: {
     status: S;
-    body: R['responses'][S] extends TSchema ? Static<R['responses'][S]> : null;
+    body: R['responses'][S] extends TSchema ? StaticDecode<R['responses'][S]> : null;
   };
 }[keyof R['responses'] & number];
 
@@ -164,15 +169,15 @@ export type RouteHandler<R extends Route> = (
 ) => Promise<RouteResult<R> | RawResponse>;
 
 /**
- * Registers a contract route on the app: guards first (authorization is declared here, next
- * to the route), then parameter, query and body validation, then the typed handler. Curried
- * so the route fixes the types before the handler is checked against them (TypeScript would
- * otherwise widen the handler's literal statuses).
+ * Registers a contract route on the app: the route's declared impersonation rule and roles,
+ * then the router's own guards, then parameter, query and body validation, then the typed
+ * handler. Curried so the route fixes the types before the handler is checked against them
+ * (TypeScript would otherwise widen the handler's literal statuses).
  */
 export function implement<R extends Route>(
   app: Hono,
   r: R,
-  guards: MiddlewareHandler[],
+  guards: MiddlewareHandler[] = [],
   options: RouteOptions = {},
 ): (handler: RouteHandler<R>) => void {
   return (handler) => register(app, r, guards, handler, options);
@@ -200,8 +205,26 @@ function register<R extends Route>(
     if ('raw' in result) return result.raw;
     const status = result.status as number;
     if (result.body === null) return c.body(null, status as 204);
+    // JSON.stringify writes a Date as Date#toJSON, which is toISOString: the Timestamp codec's
+    // encoding, so every timestamp of the body becomes the contract's text here, in one place.
     return c.json(result.body as object, status as 200);
   };
-  const impersonation = impersonationGuard(r, match);
-  app.on(r.method, [honoPath], ...(impersonation ? [impersonation] : []), ...guards, final);
+  const declared = [impersonationGuard(r, match), roleGuard(r)].filter((g) => g !== undefined);
+  app.on(r.method, [honoPath], ...declared, ...guards, final);
+}
+
+/** The families whose every route is called by a user, so every route names its roles. */
+const USER_FAMILIES = ['/api/mssp/', '/api/tenant/'];
+
+/**
+ * The roles the route declares (spec §5.8), checked right after the impersonation rule and
+ * before the router's own guards, so a router cannot forget them. Throws at registration for a
+ * route of a user family that declares none: deny by default, as for impersonation.
+ */
+function roleGuard(r: Route): MiddlewareHandler | undefined {
+  if (r.roles !== undefined) return requireRole(...r.roles);
+  if (USER_FAMILIES.some((prefix) => r.path.startsWith(prefix))) {
+    throw new Error(`${r.method} ${r.path}: a route of a user family must declare its roles`);
+  }
+  return undefined;
 }

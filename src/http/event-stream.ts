@@ -46,10 +46,11 @@ export interface StreamDeps {
  * is not a decimal event id is refused with 400 `invalid_last_event_id` before subscribing:
  * browsers only echo ids this endpoint sent, so anything else is a client bug worth surfacing.
  *
- * The stream lives no longer than the credential that opened it (issue 10 item 3): it ends at
- * the credential's deadline and at a revocation, with a last `revoked` or `expired` event
- * saying why, and nothing is written once the credential is gone or while it is in doubt — no
- * event committed after a revocation reaches it, on any replica (docs/auth.md, open event streams).
+ * The stream lives no longer than the credential that opened it (docs/events.md "A stream lives no
+ * longer than its credential"): it ends at the credential's deadline and at a revocation, with a
+ * last `revoked` or `expired` event saying why, and nothing is written once the credential is gone
+ * or while it is in doubt — no event committed after a revocation reaches it, on any replica
+ * (docs/auth.md, open event streams).
  */
 export async function streamTenantEvents(
   c: Context,

@@ -1,8 +1,8 @@
 /**
- * Which app a request's host asks for (issue 14): a customer host `<slug>.<customer domain>`
- * is that tenant's portal, any other host the MSSP console. On the embedded default (no
- * hostnames configured) `<slug>.localhost[:port]` is a customer host too, because browsers
- * resolve every `*.localhost` name to loopback.
+ * Which app a request's host asks for (spec §5.9, docs/web.md "Serving"): a customer host
+ * `<slug>.<customer domain>` is that tenant's portal, any other host the MSSP console. On the
+ * embedded default (no hostnames configured) `<slug>.localhost[:port]` is a customer host too,
+ * because browsers resolve every `*.localhost` name to loopback.
  */
 export interface HostPolicy {
   /** The tenant slug a customer host names; undefined for any other host. */

@@ -1,4 +1,4 @@
-import type { Family, Route } from '../../contracts/route.ts';
+import { accessText, type Family, type Route } from '../../contracts/route.ts';
 
 type Json = Record<string, unknown>;
 
@@ -83,7 +83,6 @@ function responses(r: Route): Json {
   return out;
 }
 
-/** OpenAPI 3.1 generated from the same contract objects the server and client use. */
 /**
  * How each operation authenticates: anonymous routes none, `/api/auth/*` the session cookie,
  * `/api/internal/*` a service bearer token, the user families a session or a bearer token.
@@ -96,6 +95,7 @@ function security(family: string, r: Route): Json[] {
   return [{ session: [] }, { bearer: [] }];
 }
 
+/** OpenAPI 3.1 generated from the same contract objects the server and client use. */
 export function openApiDocument(
   families: Record<string, Family>,
   problem: unknown,
@@ -108,7 +108,7 @@ export function openApiDocument(
         operationId: `${family}.${name}`,
         tags: [family],
         summary: r.summary,
-        description: `Access: ${r.access}`,
+        description: `Access: ${accessText(r)}`,
         parameters: parameters(r),
         responses: responses(r),
         security: security(family, r),

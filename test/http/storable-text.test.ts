@@ -119,7 +119,7 @@ function bodyWith(slot: string[], value: unknown): unknown {
 }
 
 function callerFor(family: string, r: Route): Caller {
-  if (r.access.startsWith('anonymous')) return anonymous;
+  if (r.anonymous) return anonymous;
   if (family === 'tenant') return customer;
   if (family === 'internal') return adapter;
   return staff;

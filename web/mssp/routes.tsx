@@ -1,9 +1,8 @@
 import { lazy } from 'react';
+import { msspContract as M } from '../../contracts/index.ts';
 import type { AppDefinition, PageRoute } from '../shared/routing.ts';
-import { MSSP_ROLES } from '../shared/routing.ts';
 import { FleetPage } from './FleetPage.tsx';
 import { ImpersonationBanner } from './impersonation.tsx';
-import { ADMINS } from './roles.ts';
 import './console.css';
 
 // Every page but the landing one is its own chunk: the initial script stays within budget.
@@ -28,43 +27,59 @@ const ViewAsPage = lazy(() => import('./ViewAsPage.tsx').then((m) => ({ default:
 
 /**
  * Every page of the MSSP console, in navigation order. Add a page here: its path, title,
- * element and the roles that may open it (docs/web.md "Adding a page"). Pages other than the
- * landing one should be lazy (`const X = lazy(() => import('./X.tsx'))`) to keep the initial
- * script within its budget.
+ * element and the roles that may open it, taken from the API route the page reads
+ * (docs/web.md "Adding a page"). Pages other than the landing one should be lazy
+ * (`const X = lazy(() => import('./X.tsx'))`) to keep the initial script within its budget.
  */
 export const msspRoutes: readonly PageRoute[] = [
-  { path: '/', title: 'Fleet', element: <FleetPage />, roles: MSSP_ROLES, nav: true },
-  { path: '/tenants', title: 'Tenants', element: <TenantsPage />, roles: MSSP_ROLES, nav: true },
-  { path: '/tenants/new', title: 'Create tenant', element: <TenantCreatePage />, roles: ADMINS },
-  { path: '/tenants/:tenantId', title: 'Tenant', element: <TenantPage />, roles: MSSP_ROLES },
+  { path: '/', title: 'Fleet', element: <FleetPage />, roles: M.fleetSummary.roles, nav: true },
+  {
+    path: '/tenants',
+    title: 'Tenants',
+    element: <TenantsPage />,
+    roles: M.listTenants.roles,
+    nav: true,
+  },
+  {
+    path: '/tenants/new',
+    title: 'Create tenant',
+    element: <TenantCreatePage />,
+    roles: M.createTenant.roles,
+  },
+  {
+    path: '/tenants/:tenantId',
+    title: 'Tenant',
+    element: <TenantPage />,
+    roles: M.getTenant.roles,
+  },
   {
     path: '/tenants/:tenantId/policy',
     title: 'Triage policy',
     element: <PolicyPage />,
-    roles: MSSP_ROLES,
+    roles: M.getTriagePolicy.roles,
   },
   {
     path: '/incidents',
     title: 'Incidents',
     element: <IncidentsPage />,
-    roles: MSSP_ROLES,
+    roles: M.allIncidents.roles,
     nav: true,
   },
   {
     path: '/reviews',
     title: 'Review queue',
     element: <ReviewsPage />,
-    roles: MSSP_ROLES,
+    roles: M.allReviews.roles,
     nav: true,
   },
-  { path: '/audit', title: 'Audit log', element: <AuditPage />, roles: MSSP_ROLES, nav: true },
-  { path: '/users', title: 'Users', element: <UsersPage />, roles: MSSP_ROLES, nav: true },
-  { path: '/users/:userId', title: 'User', element: <UserPage />, roles: MSSP_ROLES },
+  { path: '/audit', title: 'Audit log', element: <AuditPage />, roles: M.audit.roles, nav: true },
+  { path: '/users', title: 'Users', element: <UsersPage />, roles: M.listUsers.roles, nav: true },
+  { path: '/users/:userId', title: 'User', element: <UserPage />, roles: M.listUsers.roles },
   {
     path: '/view-as/:tenantId',
     title: 'View as customer',
     element: <ViewAsPage />,
-    roles: MSSP_ROLES,
+    roles: M.impersonate.roles,
   },
 ];
 

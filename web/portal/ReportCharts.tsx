@@ -46,7 +46,7 @@ function severitySummary(report: ReportData): string {
 }
 
 /**
- * The three charts of issue 14 from the projections: alerts over time (with the
+ * The three charts of docs/web.md "Portal pages", from the projections: alerts over time (with the
  * investigations they opened), the rules that fire most, and the severity mix of the window.
  */
 export function ReportCharts({ report }: { report: ReportData }) {

@@ -23,7 +23,7 @@ export function useLook(): Look {
 }
 
 /**
- * The look of the app (spec §5.9 item 1, issue 14 "Branding"). Before sign-in: the host's
+ * The look of the app (spec §5.9 item 1, docs/web.md "Branding"). Before sign-in: the host's
  * (GET /api/public/branding: a customer host's tenant, otherwise the install's). In the portal
  * after sign-in: the signed-in customer's own tenant, whose data the pages show.
  */

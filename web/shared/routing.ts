@@ -1,8 +1,7 @@
 import type { ComponentType, ReactNode } from 'react';
-import type { Static } from 'typebox';
-import type { Role as RoleSchema } from '../../contracts/index.ts';
+import { CUSTOMER_ROLES as CUSTOMER_FAMILY, type Role } from '../../contracts/index.ts';
 
-export type Role = Static<typeof RoleSchema>;
+export type { Role };
 
 /**
  * One page of an app. Each app keeps one list of these (mssp/routes.tsx, portal/routes.tsx);
@@ -14,7 +13,11 @@ export interface PageRoute {
   /** The page's heading and document title (`<title> · <app name>`), and its nav label. */
   title: string;
   element: ReactNode;
-  /** Who may open it; the navigation offers it to no one else, and others get NOT_ALLOWED. */
+  /**
+   * Who may open it: the declared roles of the API route the page reads (`msspContract.x.roles`),
+   * so a page is offered exactly to those the API answers. The navigation offers it to no one
+   * else, and others get NOT_ALLOWED.
+   */
   roles: readonly Role[];
   /** Listed in the header navigation (detail pages are reached from their lists). */
   nav?: boolean;
@@ -32,8 +35,8 @@ export interface AppDefinition {
   banner?: ComponentType;
 }
 
-export const MSSP_ROLES: readonly Role[] = ['platform_admin', 'mssp_admin', 'analyst'];
-export const CUSTOMER_ROLES: readonly Role[] = ['customer_viewer'];
+/** The portal's pages: every tenant route declares these roles (contracts/tenant.ts). */
+export const CUSTOMER_ROLES: readonly Role[] = CUSTOMER_FAMILY;
 
 /**
  * `next` after sign-in is followed only when it is a path of this origin (spec §5.9 item 7):

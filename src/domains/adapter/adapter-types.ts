@@ -1,6 +1,7 @@
 import type { Static } from 'typebox';
 import type { AdapterConfig } from '../../../contracts/internal.ts';
 import type { TenantState as TenantStateSchema } from '../../../contracts/mssp.ts';
+import { DomainError } from '../domain-error.ts';
 
 export type AdapterConfigView = Static<typeof AdapterConfig>;
 export type TenantState = Static<typeof TenantStateSchema>;
@@ -38,16 +39,18 @@ export interface HeartbeatOutcome {
  * One refusal for an unknown tenant, a deleted one and a wrong credential, so the answer does
  * not tell a prober which tenant ids exist.
  */
-export class InvalidBootstrapCredentialError extends Error {
+export class InvalidBootstrapCredentialError extends DomainError {
   override name = 'InvalidBootstrapCredentialError';
+  readonly code = 'invalid_bootstrap_credential';
   constructor() {
     super('The tenant id or bootstrap credential is not valid');
   }
 }
 
 /** A genuine adapter token whose tenant is gone (it outlives a hard delete by up to 8 days). */
-export class AdapterTenantGoneError extends Error {
+export class AdapterTenantGoneError extends DomainError {
   override name = 'AdapterTenantGoneError';
+  readonly code = 'invalid_token';
   constructor(readonly tenantId: string) {
     super(`tenant ${tenantId} no longer exists`);
   }

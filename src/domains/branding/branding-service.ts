@@ -47,7 +47,7 @@ function publicPart(b: BrandingBody): PublicBrandingBody {
 }
 
 const bodyOf = (row: BrandingRow | undefined): BrandingBody =>
-  row ? { ...row, is_default: false, updated_at: row.updated_at.toISOString() } : DEFAULT_BRANDING;
+  row ? { ...row, is_default: false } : DEFAULT_BRANDING;
 
 async function requireTenant(tx: TenantTx, tenantId: string): Promise<void> {
   if (!(await tenantExists(tx, tenantId))) throw new UnknownTenantError(tenantId);

@@ -4,6 +4,7 @@ import type {
   IngestCheckpoint,
   WazuhAlert as WazuhAlertSchema,
 } from '../../../contracts/internal.ts';
+import { DomainError } from '../domain-error.ts';
 
 export type WazuhAlert = Static<typeof WazuhAlertSchema>;
 export type Checkpoint = Static<typeof IngestCheckpoint>;
@@ -43,16 +44,18 @@ export interface AlertProblem {
 }
 
 /** The batch breaks a rule the contract's schema cannot state; nothing was written. */
-export class InvalidAlertsError extends Error {
+export class InvalidAlertsError extends DomainError {
   override name = 'InvalidAlertsError';
+  readonly code = 'validation_failed';
   constructor(readonly problems: AlertProblem[]) {
     super(`invalid alerts: ${problems.map((p) => `${p.path} ${p.message}`).join('; ')}`);
   }
 }
 
 /** The tenant's token bucket is short of this batch; nothing was written. */
-export class IngestRateLimitedError extends Error {
+export class IngestRateLimitedError extends DomainError {
   override name = 'IngestRateLimitedError';
+  readonly code = 'ingest_rate_limited';
   constructor(readonly retryAfterSeconds: number) {
     super(`ingest rate limit: retry after ${retryAfterSeconds}s`);
   }

@@ -5,7 +5,6 @@ import type { AppDatabase } from '../../db/pools.ts';
 import { TenantNotFoundError } from '../tenants/tenant-types.ts';
 import { listCustomerInvestigations, readOverview } from './investigation-repository.ts';
 import type {
-  CustomerInvestigationRow,
   IncidentBody,
   IncidentFilters,
   IocStatsRow,
@@ -34,17 +33,6 @@ function breakdown(counts: OverviewRow['open_counts']): OverviewBody['open_inves
   return result;
 }
 
-function toIncident(row: CustomerInvestigationRow): IncidentBody {
-  return {
-    ...row,
-    opened_at: row.opened_at.toISOString(),
-    updated_at: row.updated_at.toISOString(),
-    resolved_at: row.resolved_at?.toISOString() ?? null,
-    closed_at: row.closed_at?.toISOString() ?? null,
-    last_alert_at: row.last_alert_at?.toISOString() ?? null,
-  };
-}
-
 function sumMetrics(daily: ReportBody['daily']): ReportBody['totals'] {
   const totals: ReportBody['totals'] = {};
   for (const day of daily) {
@@ -61,7 +49,6 @@ function toRule(row: RuleStatsRow): ReportBody['top_rules'][number] {
     fired: Number(row.fired),
     true_positives: Number(row.true_positives),
     false_positives: Number(row.false_positives),
-    last_fired_at: row.last_fired_at?.toISOString() ?? null,
   };
 }
 
@@ -70,8 +57,6 @@ function toIoc(row: IocStatsRow): ReportBody['top_iocs'][number] {
     ...row,
     hits: Number(row.hits),
     malicious_verdicts: Number(row.malicious_verdicts),
-    first_seen_at: row.first_seen_at.toISOString(),
-    last_seen_at: row.last_seen_at.toISOString(),
   };
 }
 
@@ -89,7 +74,7 @@ export function createInvestigationService(deps: { db: AppDatabase; now: () => D
         pending_reviews: row.pending_reviews,
         events_last_24h: row.events_last_24h,
         resolved_last_7d: row.resolved_last_7d,
-        as_of: now.toISOString(),
+        as_of: now,
       };
     },
 
@@ -102,7 +87,7 @@ export function createInvestigationService(deps: { db: AppDatabase; now: () => D
       const result = await deps.db.withTenant(tenantId, (tx) =>
         listCustomerInvestigations(tx, filters, page),
       );
-      return { rows: result.rows.map(toIncident), next: result.next };
+      return { rows: result.rows, next: result.next };
     },
 
     /** The report over the `days` UTC days ending with today. */

@@ -1,5 +1,6 @@
 import type * as s from 'zapatos/schema';
 import type { ResolvedTriagePolicy, TriagePolicy } from '../../../contracts/triage-policy.ts';
+import { DomainError } from '../domain-error.ts';
 
 /** Provider, endpoint and model a tenant's calls go to: its stored config over the defaults. */
 export interface LlmSettings {
@@ -87,8 +88,9 @@ export interface PolicyActor {
 }
 
 /** A policy the schema accepts but the pipeline cannot apply (pipeline/redaction.ts checkPolicy). */
-export class InvalidPolicyError extends Error {
+export class InvalidPolicyError extends DomainError {
   override name = 'InvalidPolicyError';
+  readonly code = 'invalid_policy';
   constructor(readonly problems: Array<{ path: string; message: string }>) {
     super('The triage policy cannot be applied');
   }

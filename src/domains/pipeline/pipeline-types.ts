@@ -1,3 +1,5 @@
+import type * as s from 'zapatos/schema';
+import type { Narrowed } from '../../db/rows.ts';
 import type { Severity } from '../projections/projection-types.ts';
 import type { TriageAnswer } from './prompt.ts';
 
@@ -24,11 +26,20 @@ export interface ReviewInsert {
   requestedBy: string;
 }
 
-export interface StoredReview {
-  id: string;
-  proposed_action: string;
-  decision: string | null;
-}
+export type StoredReview = Pick<
+  s.pending_reviews.Selectable,
+  'id' | 'proposed_action' | 'decision'
+>;
+
+/** A review with what acting on it needs; action_params is only ever written as an object. */
+export type ActionableReview = StoredReview &
+  Narrowed<
+    Pick<
+      s.pending_reviews.Selectable,
+      'investigation_id' | 'action_params' | 'rationale' | 'decided_by'
+    >,
+    { action_params: Record<string, unknown> }
+  >;
 
 /** The outcome of the triage step, as `triage.completed` records it. */
 export interface TriageResult {

@@ -7,6 +7,7 @@ import type { AppDatabase } from '../../db/pools.ts';
 import type { Transaction } from '../../db/tenant-context.ts';
 import { type Metrics, NO_METRICS } from '../../metrics/metrics.ts';
 import { writeAudit } from '../audit/audit-repository.ts';
+import { DomainError } from '../domain-error.ts';
 import { signInSuspended, tenantSuspended } from '../tenants/tenant-suspension.ts';
 import {
   countFailure,
@@ -37,9 +38,12 @@ const KNOWN_SESSIONS_MAX = 10_000;
  * `expired` when the session is no longer live (revoked, past an expiry, its user disabled),
  * `changed` when its user's role, tenant or password obligation changed since.
  */
-export class SessionRefusedError extends Error {
+export class SessionRefusedError extends DomainError {
+  override name = 'SessionRefusedError';
+  readonly code: 'session_expired' | 'session_changed';
   constructor(readonly reason: 'expired' | 'changed') {
     super(`session ${reason}`);
+    this.code = reason === 'expired' ? 'session_expired' : 'session_changed';
   }
 }
 
@@ -52,7 +56,8 @@ export type LoginResult =
   | { kind: 'ok'; identity: Identity; session: SessionRow; secret: string }
   | { kind: 'invalid' }
   | { kind: 'locked'; unlockAt: Date }
-  /** Right password, but the user's tenant is suspended (issue 15): no session. */
+  /** Right password, but the user's tenant is suspended (docs/operations.md "Suspension"): no
+   * session. */
   | { kind: 'suspended' };
 
 export type ChangeResult =
@@ -288,8 +293,9 @@ export function createAuthService({
     /**
      * The provisioned user the identity proxy vouches for (spec §5.1), by email, and whether
      * their tenant is suspended: in proxy mode there is no session the suspension could revoke,
-     * so every customer request checks (issue 15). `email` is the header as `proxyEmail` (in
-     * user-repository.ts) accepted it, looked up exactly: never trimmed or otherwise folded.
+     * so every customer request checks (docs/operations.md "Suspension"). `email` is the header as
+     * `proxyEmail` (in user-repository.ts) accepted it, looked up exactly: never trimmed or
+     * otherwise folded.
      */
     proxyUser(email: string) {
       return db.withoutTenant(

@@ -62,13 +62,13 @@ function viewOf(rows: StoredSetting[]): SettingsView {
       value: values[key],
       default: INSTALL_SETTING_DEFAULTS[key],
       is_default: row === undefined,
-      updated_at: row?.updated_at.toISOString() ?? null,
+      updated_at: row?.updated_at ?? null,
       updated_by: row?.updated_by ?? null,
     };
   };
   return {
     settings: { 'audit.retention_days': entry('audit.retention_days') },
-    updated_at: newest(rows)?.toISOString() ?? null,
+    updated_at: newest(rows),
   };
 }
 
@@ -103,8 +103,7 @@ export function createSettingsService(deps: { db: AppDatabase; now: () => Date }
     if (change.expected_updated_at !== undefined) {
       const expected =
         change.expected_updated_at === null ? null : new Date(change.expected_updated_at);
-      if (expected?.getTime() !== current?.getTime())
-        throw new SettingsChangedError(current?.toISOString() ?? null);
+      if (expected?.getTime() !== current?.getTime()) throw new SettingsChangedError(current);
     }
     const keys = changedKeys(rows, change.settings);
     if (keys.length === 0) return viewOf(rows);

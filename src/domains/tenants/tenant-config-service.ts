@@ -1,7 +1,7 @@
-// Configuration revisions (issue 15, spec §6.2): the MSSP reads a tenant's applied configuration
-// and its revisions, and changes it; each accepted change is a new revision the orchestrator
-// rolls out (src/orchestrator/config-rollout.ts). Decisions: docs/operations.md
-// "Configuration revisions".
+// Configuration revisions (spec §6.2, docs/operations.md "Configuration revisions"): the MSSP reads
+// a tenant's applied configuration and its revisions, and changes it; each accepted change is a new
+// revision the orchestrator rolls out (src/orchestrator/config-rollout.ts). Decisions:
+// docs/operations.md "Configuration revisions".
 import { isDeepStrictEqual } from 'node:util';
 import type { TenantConfig } from '../../../contracts/tenant-config.ts';
 import type { TenantConfigUpdate } from '../../../contracts/tenant-config-revisions.ts';
@@ -13,6 +13,7 @@ import { afterCommit } from '../../db/unit-of-work.ts';
 import { writeAudit } from '../audit/audit-repository.ts';
 import { readBranding } from '../branding/branding-repository.ts';
 import type { BrandingRow } from '../branding/branding-types.ts';
+import { DomainError } from '../domain-error.ts';
 import {
   findRevision,
   listRevisions,
@@ -25,7 +26,12 @@ import {
   setConfigTarget,
 } from './config-revision-repository.ts';
 import { integrationSecretKey, withoutSecrets } from './config-secrets.ts';
-import { type ConfigChecks, type ConfigProblem, validateTenantConfig } from './tenant-config.ts';
+import {
+  type ConfigChecks,
+  ConfigInvalidError,
+  type ConfigProblem,
+  validateTenantConfig,
+} from './tenant-config.ts';
 import { upsertSecretRef } from './tenant-config-repository.ts';
 import { installSecretNames } from './tenant-creation.ts';
 import type { TenantState } from './tenant-lifecycle.ts';
@@ -57,16 +63,18 @@ export interface ConfigView {
 }
 
 /** A field fixed at creation (or owned by another route) differs from its current value. */
-export class ImmutableFieldError extends Error {
+export class ImmutableFieldError extends DomainError {
   override name = 'ImmutableFieldError';
+  readonly code = 'immutable_field';
   constructor(readonly errors: ConfigProblem[]) {
     super(`${errors.map((e) => e.path).join(', ')} cannot be changed here`);
   }
 }
 
 /** `expected_revision` is not the applied revision, or another change got there first. */
-export class RevisionConflictError extends Error {
+export class RevisionConflictError extends DomainError {
   override name = 'RevisionConflictError';
+  readonly code = 'revision_conflict';
   constructor(
     readonly expected: number | null,
     readonly applied: number,
@@ -80,8 +88,9 @@ export class RevisionConflictError extends Error {
 }
 
 /** A revision is still rolling out; a new change waits until it is applied or rolled back. */
-export class RevisionPendingError extends Error {
+export class RevisionPendingError extends DomainError {
   override name = 'RevisionPendingError';
+  readonly code = 'revision_pending';
   constructor(readonly pending: number) {
     super(`Revision ${pending} is still rolling out; change the configuration once it settles`);
   }
@@ -92,11 +101,19 @@ export class RevisionPendingError extends Error {
  * is a row written outside svc (a restore, a hand insert). Its configuration cannot be shown or
  * changed, which is an answer (404 config_not_found), not a server error.
  */
-export class ConfigNotRecordedError extends Error {
+export class ConfigNotRecordedError extends DomainError {
   override name = 'ConfigNotRecordedError';
+  readonly code = 'config_not_found';
   constructor(readonly tenantId: string) {
     super('This tenant has no recorded configuration');
   }
+}
+
+/** The same checks as creation, answered as a change's refusal (422 `config_invalid`). */
+function asChangeRefusal(error: unknown): never {
+  if (error instanceof ConfigInvalidError)
+    throw new ConfigInvalidError(error.errors, 'config_invalid');
+  throw error;
 }
 
 export interface TenantConfigServiceDeps {
@@ -418,7 +435,9 @@ export function createTenantConfigService(deps: TenantConfigServiceDeps) {
     if (problems.length > 0) throw new ImmutableFieldError(problems);
     const { slug: _slug, branding: _branding, ...mutable } = fields;
     const next: TenantConfig = { ...mutable, slug: cols.slug, ...(branding ? { branding } : {}) };
-    await validateTenantConfig(next, tenantId, deps.checks, cols.chart_version ?? undefined);
+    await validateTenantConfig(next, tenantId, deps.checks, cols.chart_version ?? undefined).catch(
+      asChangeRefusal,
+    );
     const stored = storedForm(next, applied);
     const writes = await secretWrites(tenantId, next, stored, applied, deps.secrets);
     if (writes.length === 0 && sameConfig(stored, applied))

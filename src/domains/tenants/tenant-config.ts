@@ -1,6 +1,7 @@
 import type { TenantConfig } from '../../../contracts/tenant-config.ts';
 import { checkOutboundUrl, type OutboundPolicy, OutboundUrlError } from '../../net/outbound-url.ts';
 import { imageProblems } from '../branding/branding-images.ts';
+import { DomainError } from '../domain-error.ts';
 import { integrationSecretKey, withoutSecrets } from './config-secrets.ts';
 import { RenderError, type StoredConfig } from './tenant-types.ts';
 
@@ -14,9 +15,16 @@ export interface ConfigProblem {
   message: string;
 }
 
-export class ConfigInvalidError extends Error {
+/**
+ * At creation the configuration is the request body (400 `validation_failed`); a change of an
+ * installed tenant is 422 `config_invalid` (docs/errors.md).
+ */
+export class ConfigInvalidError extends DomainError {
   override name = 'ConfigInvalidError';
-  constructor(readonly errors: ConfigProblem[]) {
+  constructor(
+    readonly errors: ConfigProblem[],
+    readonly code: 'validation_failed' | 'config_invalid' = 'validation_failed',
+  ) {
     super(`tenant configuration invalid: ${errors[0]?.path} ${errors[0]?.message}`);
   }
 }

@@ -2,24 +2,28 @@ import type { Static } from 'typebox';
 import type * as s from 'zapatos/schema';
 import type { Tenant as TenantSchema } from '../../../contracts/mssp.ts';
 import type { StoredTenantConfig } from '../../../contracts/tenant-config-revisions.ts';
+import type { Narrowed } from '../../db/rows.ts';
 import type { TenantTx } from '../../db/tenant-context.ts';
+import { DomainError } from '../domain-error.ts';
 import type { TenantState } from './tenant-lifecycle.ts';
 
 /** What the reconciler last found (orchestrator/reconcile.ts writes it, the contract shapes it). */
 export type TenantDrift = Static<typeof TenantSchema>['drift'];
 
 /** The tenant row, its jsonb columns and state typed. One type for every reader of `tenants`. */
-export type Tenant = Omit<s.tenants.Selectable, 'state' | 'error_details' | 'drift'> & {
-  state: TenantState;
-  error_details: Record<string, unknown> | null;
-  drift: TenantDrift;
-};
+export type Tenant = Narrowed<
+  s.tenants.Selectable,
+  { state: TenantState; error_details: Record<string, unknown> | null; drift: TenantDrift }
+>;
 
 /** One TenantLifecycleEvent as the MSSP reads it (spec §6.2). */
-export type LifecycleEntry = Pick<
-  s.tenant_lifecycle_events.Selectable,
-  'kind' | 'from_state' | 'to_state' | 'step' | 'actor' | 'occurred_at'
-> & { id: string; details: Record<string, unknown> };
+export type LifecycleEntry = Narrowed<
+  Pick<
+    s.tenant_lifecycle_events.Selectable,
+    'id' | 'kind' | 'from_state' | 'to_state' | 'step' | 'details' | 'actor' | 'occurred_at'
+  >,
+  { id: string; details: Record<string, unknown> }
+>;
 
 /** The configuration as the database keeps it (config-secrets.ts withoutSecrets). */
 export type StoredConfig = StoredTenantConfig;
@@ -44,23 +48,26 @@ export type BootstrapCredentialIssuer = (
   tenantId: string,
 ) => Promise<{ secret: string }>;
 
-export class TenantNotFoundError extends Error {
+export class TenantNotFoundError extends DomainError {
   override name = 'TenantNotFoundError';
+  readonly code = 'tenant_not_found';
   constructor(readonly tenantId: string) {
     super('No such tenant');
   }
 }
 
-export class SlugTakenError extends Error {
+export class SlugTakenError extends DomainError {
   override name = 'SlugTakenError';
+  readonly code = 'slug_taken';
   constructor(readonly slug: string) {
     super(`The slug ${slug} is already in use`);
   }
 }
 
 /** The tenant's state forbids the operation (outside the transitions of tenant-lifecycle.ts). */
-export class InvalidStateError extends Error {
+export class InvalidStateError extends DomainError {
   override name = 'InvalidStateError';
+  readonly code = 'invalid_state';
   constructor(
     message: string,
     readonly state?: TenantState,
@@ -70,12 +77,14 @@ export class InvalidStateError extends Error {
 }
 
 /** svc runs without the cluster part an operation needs (no Secrets access, no orchestrator). */
-export class TenancyUnavailableError extends Error {
+export class TenancyUnavailableError extends DomainError {
   override name = 'TenancyUnavailableError';
+  readonly code = 'cluster_unavailable';
 }
 
-export class ChartVersionUnknownError extends Error {
+export class ChartVersionUnknownError extends DomainError {
   override name = 'ChartVersionUnknownError';
+  readonly code = 'chart_version_unknown';
   constructor(
     readonly version: string,
     readonly available: string[],
@@ -84,8 +93,9 @@ export class ChartVersionUnknownError extends Error {
   }
 }
 
-export class UpgradeInProgressError extends Error {
+export class UpgradeInProgressError extends DomainError {
   override name = 'UpgradeInProgressError';
+  readonly code = 'upgrade_in_progress';
   constructor(readonly upgradeTarget: string) {
     super(`An upgrade to ${upgradeTarget} is still running`);
   }
@@ -99,8 +109,9 @@ export interface UpgradeFacts {
 }
 
 /** The compatibility matrix refuses the upgrade; the refusal is audited before this is thrown. */
-export class UpgradeRefusedError extends Error {
+export class UpgradeRefusedError extends DomainError {
   override name = 'UpgradeRefusedError';
+  readonly code: 'upgrade_blocked' | 'upgrade_out_of_range';
   constructor(
     readonly verdict: 'blocked' | 'out-of-range',
     readonly facts: UpgradeFacts,
@@ -110,5 +121,6 @@ export class UpgradeRefusedError extends Error {
         ? `The compatibility matrix blocks tenant package ${facts.tenant_chart_version} with svc ${facts.system_version}`
         : `Tenant package ${facts.tenant_chart_version} is outside the range svc ${facts.system_version} supports`,
     );
+    this.code = verdict === 'blocked' ? 'upgrade_blocked' : 'upgrade_out_of_range';
   }
 }

@@ -1,5 +1,6 @@
-// The analyst's incident list and review queue across every tenant (issue 14): the one place
-// the triage domain reads past RLS, each read through the system gate with its own reason.
+// The analyst's incident list and review queue across every tenant (docs/web.md "Console pages"):
+// the one place the triage domain reads past RLS, each read through the system gate with its own
+// reason.
 import type { KeysetPage, KeysetRequest } from '../../db/keyset.ts';
 import type { SystemGate } from '../../db/system-gate.ts';
 import { listFleetIncidents, listFleetOpenReviews } from './cross-tenant-repository.ts';

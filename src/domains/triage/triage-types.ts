@@ -1,26 +1,30 @@
 import type * as s from 'zapatos/schema';
+import type { Narrowed } from '../../db/rows.ts';
+import { DomainError } from '../domain-error.ts';
 
 /** A proposed action awaiting (or past) a human decision. */
-export type Review = Pick<
-  s.pending_reviews.Selectable,
-  | 'id'
-  | 'investigation_id'
-  | 'proposed_action'
-  | 'rationale'
-  | 'evidence'
-  | 'risk'
-  | 'confidence'
-  | 'requested_by'
-  | 'requested_at'
-  | 'expires_at'
-  | 'decision'
-  | 'decided_by'
-  | 'decided_at'
-  | 'decision_note'
-> & {
+export type Review = Narrowed<
+  Pick<
+    s.pending_reviews.Selectable,
+    | 'id'
+    | 'investigation_id'
+    | 'proposed_action'
+    | 'action_params'
+    | 'rationale'
+    | 'evidence'
+    | 'risk'
+    | 'confidence'
+    | 'requested_by'
+    | 'requested_at'
+    | 'expires_at'
+    | 'decision'
+    | 'decided_by'
+    | 'decided_at'
+    | 'decision_note'
+  >,
   /** Written only as a JSON object (default '{}'). */
-  action_params: Record<string, unknown>;
-};
+  { action_params: Record<string, unknown> }
+>;
 
 /** An investigation as the MSSP incident list shows it. */
 export type IncidentSummary = Pick<
@@ -47,16 +51,18 @@ export interface Decider {
   actingAs: string | null;
 }
 
-export class ReviewNotFoundError extends Error {
+export class ReviewNotFoundError extends DomainError {
   override name = 'ReviewNotFoundError';
+  readonly code = 'review_not_found';
   constructor(readonly reviewId: string) {
     super('No such review in this tenant');
   }
 }
 
 /** A review is decided once; an expired one cannot be decided at all. */
-export class ReviewClosedError extends Error {
+export class ReviewClosedError extends DomainError {
   override name = 'ReviewClosedError';
+  readonly code = 'review_closed';
   constructor(
     readonly reviewId: string,
     /** The earlier decision, or 'expired'. */
@@ -68,8 +74,9 @@ export class ReviewClosedError extends Error {
 
 /** Which tenant a row of a cross-tenant list belongs to. */
 export interface TenantTag {
-  tenant_id: string;
-  tenant_slug: string;
+  tenant_id: s.tenants.Selectable['id'];
+  /** The tenant's `slug`. */
+  tenant_slug: s.tenants.Selectable['slug'];
 }
 
 /** An incident in the MSSP's list across tenants. */

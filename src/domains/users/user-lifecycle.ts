@@ -1,7 +1,8 @@
-// The MSSP user lifecycle (issue 15): disable, enable and re-role MSSP-side users. Spec §5.8
-// gives "User management (MSSP side)" RW to platform_admin only (mssp_admin reads and invites
-// analysts), so only a platform_admin acts here, as it alone resets MSSP users' passwords.
-// Customer users are not MSSP-side: they are not found here (they have `…/users/{id}:deactivate`).
+// The MSSP user lifecycle (docs/operations.md "MSSP users"): disable, enable and re-role MSSP-side
+// users. Spec §5.8 gives "User management (MSSP side)" RW to platform_admin only (mssp_admin reads
+// and invites analysts), so only a platform_admin acts here, as it alone resets MSSP users'
+// passwords. Customer users are not MSSP-side: they are not found here (they have
+// `…/users/{id}:deactivate`).
 import type { AppDatabase } from '../../db/pools.ts';
 import type { InstallTx } from '../../db/tenant-context.ts';
 import { writeAudit } from '../audit/audit-repository.ts';
@@ -40,7 +41,7 @@ export function createUserLifecycle(deps: { db: AppDatabase; now: () => Date }) 
       throw new UserForbiddenError('Only a platform_admin manages MSSP users');
     const admins = await lockPlatformAdmins(tx);
     const target = await lockMsspUser(tx, id);
-    if (!target) throw new UserNotFoundError(id);
+    if (!target) throw new UserNotFoundError(id, 'mssp');
     const enabledAdmins = admins.filter((a) => a.disabled_at === null).map((a) => a.id);
     return { target, enabledAdmins };
   }

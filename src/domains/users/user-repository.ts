@@ -1,5 +1,6 @@
 import type * as s from 'zapatos/schema';
 import type { UserRow } from '../../auth/identity.ts';
+import type { Narrowed } from '../../db/rows.ts';
 import type { AppTx, InstallTx, SystemTx, TenantTx, Transaction } from '../../db/tenant-context.ts';
 import { EmailConfusableError, EmailTakenError, type ManagedUser } from './user-types.ts';
 
@@ -17,12 +18,15 @@ export type CredentialRow = Pick<
 
 export type LoginRecord = UserRow & { credential: CredentialRow | null };
 
+/** Whether the user must change its password (false without a credential row). */
+type MustChange = Pick<s.password_credentials.Selectable, 'must_change'>;
+
 /** What the credential watch re-checks of a user. */
-export type UserState = Pick<UserRow, 'id' | 'role' | 'tenant_id' | 'disabled_at'> & {
-  must_change: boolean;
-  /** The lifecycle state of the user's tenant; null for MSSP staff. */
-  tenant_state: string | null;
-};
+export type UserState = Pick<UserRow, 'id' | 'role' | 'tenant_id' | 'disabled_at'> &
+  MustChange & {
+    /** The lifecycle state of the user's tenant; null for MSSP staff. */
+    tenant_state: s.tenants.Selectable['state'] | null;
+  };
 
 const USER_COLUMNS = 'u.id, u.tenant_id, u.email, u.display_name, u.role, u.disabled_at';
 const MANAGED_COLUMNS = 'id, email, display_name, role, tenant_id, disabled_at, created_at';
@@ -94,11 +98,8 @@ export async function findLogin(tx: InstallTx, email: string): Promise<LoginReco
 }
 
 /** Loads a user inside the caller's tenant context (RLS hides other tenants' users). */
-export async function findUser(
-  tx: AppTx,
-  id: string,
-): Promise<(UserRow & { must_change: boolean }) | undefined> {
-  const { rows } = await tx.query<UserRow & { must_change: boolean }>(
+export async function findUser(tx: AppTx, id: string): Promise<(UserRow & MustChange) | undefined> {
+  const { rows } = await tx.query<UserRow & MustChange>(
     `SELECT ${USER_COLUMNS}, coalesce(c.must_change, false) AS must_change
        FROM users u LEFT JOIN password_credentials c ON c.user_id = u.id
       WHERE u.id = $1`,
@@ -247,7 +248,9 @@ export async function countFailure(
   windowStart: Date,
   at: Date,
 ): Promise<number> {
-  const { rows } = await tx.query<{ failures: number }>(
+  const { rows } = await tx.query<{
+    failures: s.password_credentials.Selectable['consecutive_failures'];
+  }>(
     `UPDATE password_credentials
         SET consecutive_failures = CASE WHEN first_failure_at IS NULL OR first_failure_at <= $2
                                         THEN 1 ELSE consecutive_failures + 1 END,
@@ -270,7 +273,9 @@ export async function lockCredential(
   until: Date,
   at: Date,
 ): Promise<Date | undefined> {
-  const { rows } = await tx.query<{ locked_until: Date }>(
+  const { rows } = await tx.query<
+    Narrowed<Pick<s.password_credentials.Selectable, 'locked_until'>, { locked_until: Date }>
+  >(
     `UPDATE password_credentials SET locked_until = $2
       WHERE user_id = $1 AND (locked_until IS NULL OR locked_until <= $3)
       RETURNING locked_until`,

@@ -134,7 +134,8 @@ export function createUserService({ db, system, hasher, now, authMode }: UserSer
         findAnyUser(tx, targetId),
       );
       if (!target) throw new UserNotFoundError(targetId);
-      if (!mayReset(actor.role, target.role)) throw new UserForbiddenError(target.role);
+      if (!mayReset(actor.role, target.role))
+        throw new UserForbiddenError('Your role does not allow resetting this user');
       const password = generatePassword();
       const revokedSessions = await reset(actor, target, password);
       return { userId: target.id, password, revokedSessions };
@@ -186,7 +187,7 @@ export function createUserService({ db, system, hasher, now, authMode }: UserSer
         const user = await disableUser(tx, tenantId, userId);
         if (!user) {
           if (await tenantHasUser(tx, tenantId, userId)) throw new AlreadyDeactivatedError(userId);
-          throw new UserNotFoundError(userId);
+          throw new UserNotFoundError(userId, 'tenant');
         }
         const revoked = await revokeUserSessions(tx, user.id, now());
         await writeAudit(tx, {

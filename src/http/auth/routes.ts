@@ -108,7 +108,7 @@ export function authRoutes(deps: AuthRoutesDeps): { public: Hono; authenticated:
 
   const open = new Hono();
   // GET /api/public/branding answers for the Host the request came to; this one for a host
-  // named in the query (issue 15 names it), e.g. a sign-in page served from another origin.
+  // named in the query (docs/auth.md names it), e.g. a sign-in page served from another origin.
   implement(
     open,
     authContract.branding,
@@ -121,8 +121,8 @@ export function authRoutes(deps: AuthRoutesDeps): { public: Hono; authenticated:
   // An attempt without a device cookie is anonymous whatever its body says. When its address
   // already holds its share (429) or the hasher's anonymous lane is full (503), it is refused
   // before its body is read and validated: the cheapest answer there is, so a flood's cost to
-  // the event loop stays small (docs/auth.md "Device cookie"). Like a malformed body it is then counted by
-  // no limit: it is not known to be a sign-in attempt and it reached nothing. One with a
+  // the event loop stays small (docs/auth.md "Device cookie"). Like a malformed body it is then
+  // counted by no limit: it is not known to be a sign-in attempt and it reached nothing. One with a
   // cookie is decided in the handler, once the email the cookie must name is known.
   open.post('/api/auth/login', async (c, next) => {
     if (getCookie(c, DEVICE_COOKIE) === undefined) {
@@ -180,7 +180,7 @@ export function authRoutes(deps: AuthRoutesDeps): { public: Hono; authenticated:
     }
     if (result.kind === 'locked') {
       throw new ProblemError(423, 'account_locked', 'This account is temporarily locked.', {
-        unlock_at: result.unlockAt.toISOString(),
+        unlock_at: result.unlockAt,
       });
     }
     const maxAge = Math.floor(
@@ -198,8 +198,8 @@ export function authRoutes(deps: AuthRoutesDeps): { public: Hono; authenticated:
         must_change: result.identity.must_change,
         next: result.identity.must_change ? '/account/password' : null,
         session: {
-          absolute_expiry: result.session.absolute_expiry.toISOString(),
-          idle_expiry: result.session.idle_expiry.toISOString(),
+          absolute_expiry: result.session.absolute_expiry,
+          idle_expiry: result.session.idle_expiry,
         },
       },
     };

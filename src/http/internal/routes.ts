@@ -5,13 +5,7 @@ import {
   MAX_ALERTS_PER_BATCH,
 } from '../../../contracts/internal.ts';
 import type { AdapterService } from '../../domains/adapter/adapter-service.ts';
-import {
-  AdapterTenantGoneError,
-  InvalidBootstrapCredentialError,
-} from '../../domains/adapter/adapter-types.ts';
 import type { IngestService } from '../../domains/ingest/ingest-service.ts';
-import { IngestRateLimitedError, InvalidAlertsError } from '../../domains/ingest/ingest-types.ts';
-import { TenantSuspendedError } from '../../domains/tenants/tenant-suspension.ts';
 import type { RouteBodyLimit } from '../body-limit.ts';
 import { implement } from '../contract.ts';
 import { ProblemError } from '../problem.ts';
@@ -34,38 +28,6 @@ export const INTERNAL_BODY_LIMITS: readonly RouteBodyLimit[] = [
   },
 ];
 
-/** The adapter and ingest domains' refusals as the problems of docs/tokens.md and docs/ingest.md. */
-async function problems<T>(work: Promise<T>): Promise<T> {
-  try {
-    return await work;
-  } catch (error) {
-    // One answer for an unknown tenant, a deleted one and a wrong credential: no enumeration.
-    if (error instanceof InvalidBootstrapCredentialError)
-      throw new ProblemError(401, 'invalid_bootstrap_credential', error.message);
-    // A genuine token whose tenant is gone is refused like any other invalid token.
-    if (error instanceof AdapterTenantGoneError)
-      throw new ProblemError(401, 'invalid_token', 'The token is not valid here');
-    // Issue 15: the adapter of a suspended tenant is told why, and nothing was written.
-    if (error instanceof TenantSuspendedError)
-      throw new ProblemError(403, 'tenant_suspended', error.message);
-    if (error instanceof InvalidAlertsError)
-      throw new ProblemError(400, 'validation_failed', 'Request body failed validation', {
-        errors: error.problems,
-      });
-    if (error instanceof IngestRateLimitedError) {
-      const retryAfter = error.retryAfterSeconds;
-      throw new ProblemError(
-        429,
-        'ingest_rate_limited',
-        "The tenant's alert rate limit is exhausted. Send this batch again later.",
-        { retry_after: retryAfter },
-        { 'Retry-After': String(retryAfter) },
-      );
-    }
-    throw error;
-  }
-}
-
 /** More alerts than a batch may hold is 413, before the schema would call it a 400. */
 function refuseLargeBatch(value: unknown): void {
   const alerts = (value as { alerts?: unknown } | null)?.alerts;
@@ -85,11 +47,11 @@ function publicRoutes(adapter: AdapterService): Hono {
     [],
   )(async (c, { body }) => {
     const tenantId = body.tenant_id.toLowerCase();
-    const minted = await problems(adapter.exchangeBootstrapCredential(tenantId, body.credential));
+    const minted = await adapter.exchangeBootstrapCredential(tenantId, body.credential);
     c.header('Cache-Control', 'no-store');
     return {
       status: 200,
-      body: { token: minted.token, expires_at: minted.expiresAt.toISOString() },
+      body: { token: minted.token, expires_at: minted.expiresAt },
     };
   });
   return app;
@@ -102,9 +64,12 @@ function adapterRoutes(adapter: AdapterService, ingest: IngestService): Hono {
 
   implement(app, internalContract.health, [adapterOnly])(async (c, { body }) => {
     const { tenant_id: tenantId, jti } = c.get('service');
-    const outcome = await problems(
-      adapter.recordHeartbeat({ tenantId, version: body.version, status: body.status ?? {}, jti }),
-    );
+    const outcome = await adapter.recordHeartbeat({
+      tenantId,
+      version: body.version,
+      status: body.status ?? {},
+      jti,
+    });
     return {
       status: 200,
       body: { tenant_state: outcome.tenantState, activated: outcome.activated },
@@ -112,14 +77,14 @@ function adapterRoutes(adapter: AdapterService, ingest: IngestService): Hono {
   });
 
   implement(app, internalContract.config, [adapterOnly])(async (c) => {
-    const config = await problems(adapter.readConfig(c.get('service').tenant_id));
+    const config = await adapter.readConfig(c.get('service').tenant_id);
     c.header('Cache-Control', 'no-store');
     return { status: 200, body: config };
   });
 
   implement(app, internalContract.alerts, [adapterOnly], { bodyPrecheck: refuseLargeBatch })(
     async (c, { body }) => {
-      const outcome = await problems(ingest.ingest(c.get('service').tenant_id, body));
+      const outcome = await ingest.ingest(c.get('service').tenant_id, body);
       return {
         status: 200,
         body: {
@@ -132,7 +97,7 @@ function adapterRoutes(adapter: AdapterService, ingest: IngestService): Hono {
   );
 
   implement(app, internalContract.checkpoint, [adapterOnly])(async (c) => {
-    const view = await problems(ingest.readCheckpoint(c.get('service').tenant_id));
+    const view = await ingest.readCheckpoint(c.get('service').tenant_id);
     c.header('Cache-Control', 'no-store');
     return { status: 200, body: { checkpoint: view.checkpoint, alerts_total: view.alertsTotal } };
   });

@@ -9,12 +9,10 @@ export type AuditQuery = AuditFilters & {
   cursor?: string | undefined;
 };
 
-const json = (r: AuditRow) => ({ ...r, timestamp: r.timestamp.toISOString() });
-
 export async function queryAudit(audit: AuditService, identity: Identity, q: AuditQuery) {
   const page = { after: decodeCursor('mssp-audit', q.cursor), limit: q.limit ?? 100 };
   const result = await audit.list(identity, q, page);
-  return { items: result.rows.map(json), next_cursor: nextCursor('mssp-audit', result.next) };
+  return { items: result.rows, next_cursor: nextCursor('mssp-audit', result.next) };
 }
 
 const CSV_COLUMNS = [
@@ -41,13 +39,19 @@ function csvCell(value: unknown): string {
   return /[",\n\r']/.test(safe) ? `"${safe.replaceAll('"', '""')}"` : safe;
 }
 
+/**
+ * The export is a file written here, not a contract body implement() encodes: its CSV cells
+ * need the timestamp as text (the same RFC 3339 text as the JSON answers).
+ */
+const exportRow = (r: AuditRow) => ({ ...r, timestamp: r.timestamp.toISOString() });
+
 export async function auditExport(
   audit: AuditService,
   identity: Identity,
   f: AuditFilters,
   format: 'jsonl' | 'csv',
 ): Promise<Response> {
-  const rows = (await audit.export(identity, f)).map(json);
+  const rows = (await audit.export(identity, f)).map(exportRow);
   const body =
     format === 'jsonl'
       ? rows.map((r) => JSON.stringify(r)).join('\n') + (rows.length ? '\n' : '')

@@ -1,21 +1,14 @@
 import { Hono } from 'hono';
 import { msspConfigContract as contract } from '../../../contracts/mssp.ts';
-import { MSSP_ROLES } from '../../auth/identity.ts';
-import { ConfigInvalidError } from '../../domains/tenants/tenant-config.ts';
-import {
-  ConfigNotRecordedError,
-  type ConfigView,
-  ImmutableFieldError,
-  RevisionConflictError,
-  RevisionPendingError,
-  type RevisionView,
-  type TenantConfigService,
+import type {
+  ConfigView,
+  RevisionView,
+  TenantConfigService,
 } from '../../domains/tenants/tenant-config-service.ts';
 import { implement } from '../contract.ts';
 import { DEFAULT_LIMIT } from '../cursor.ts';
-import { requireRole, tenantOfRequest } from '../guards.ts';
+import { tenantOfRequest } from '../guards.ts';
 import { ProblemError } from '../problem.ts';
-import { tenantProblem } from './tenant-problems.ts';
 
 function revisionJson(r: RevisionView) {
   return {
@@ -23,8 +16,8 @@ function revisionJson(r: RevisionView) {
     outcome: r.outcome,
     error: r.error,
     actor: r.actor,
-    requested_at: r.requestedAt.toISOString(),
-    completed_at: r.completedAt?.toISOString() ?? null,
+    requested_at: r.requestedAt,
+    completed_at: r.completedAt,
     config: r.config as never,
   };
 }
@@ -36,28 +29,6 @@ function viewJson(v: ConfigView) {
     config: v.config as never,
     pending: v.pending ? revisionJson(v.pending) : null,
   };
-}
-
-/** A revision change's refusals as problem+json (docs/errors.md); the rest as for tenants. */
-function configProblem(error: unknown): never {
-  if (error instanceof ImmutableFieldError)
-    throw new ProblemError(422, 'immutable_field', error.message, { errors: error.errors });
-  if (error instanceof ConfigInvalidError)
-    throw new ProblemError(422, 'config_invalid', 'The configuration cannot be used', {
-      errors: error.errors,
-    });
-  if (error instanceof RevisionConflictError)
-    throw new ProblemError(409, 'revision_conflict', error.message, {
-      expected_revision: error.expected,
-      revision: error.applied,
-    });
-  if (error instanceof ConfigNotRecordedError)
-    throw new ProblemError(404, 'config_not_found', error.message);
-  if (error instanceof RevisionPendingError)
-    throw new ProblemError(409, 'revision_pending', error.message, {
-      pending_revision: error.pending,
-    });
-  return tenantProblem(error);
 }
 
 /**
@@ -88,41 +59,48 @@ function decodeCursor(cursor: string | undefined): number | null {
   return revision;
 }
 
-/** `/api/mssp/tenants/{tenant_id}/config` and its revisions (issue 15, spec §6.2). */
+/** `/api/mssp/tenants/{tenant_id}/config` and its revisions (spec §6.2, docs/operations.md
+ * "Configuration revisions"). */
 export function configRoutes(config: TenantConfigService): Hono {
   const app = new Hono();
 
-  implement(app, contract.getConfig, [requireRole(...MSSP_ROLES)])(async (c, { params }) => {
+  implement(
+    app,
+    contract.getConfig,
+  )(async (c, { params }) => {
     const tenantId = tenantOfRequest(c, params.tenant_id);
-    return { status: 200, body: viewJson(await config.read(tenantId).catch(configProblem)) };
+    return { status: 200, body: viewJson(await config.read(tenantId)) };
   });
 
-  implement(app, contract.putConfig, [requireRole('platform_admin', 'mssp_admin')])(
-    async (c, { params, body }) => {
-      const tenantId = tenantOfRequest(c, params.tenant_id);
-      const result = await config.update(c.get('identity'), tenantId, body).catch(configProblem);
-      return result.changed
-        ? { status: 202, body: viewJson(result.view) }
-        : { status: 200, body: viewJson(result.view) };
-    },
-  );
+  implement(
+    app,
+    contract.putConfig,
+  )(async (c, { params, body }) => {
+    const tenantId = tenantOfRequest(c, params.tenant_id);
+    const result = await config.update(c.get('identity'), tenantId, body);
+    return result.changed
+      ? { status: 202, body: viewJson(result.view) }
+      : { status: 200, body: viewJson(result.view) };
+  });
 
-  implement(app, contract.listConfigRevisions, [requireRole(...MSSP_ROLES)])(
-    async (c, { params, query }) => {
-      const tenantId = tenantOfRequest(c, params.tenant_id);
-      const before = decodeCursor(query.cursor);
-      const page = await config
-        .revisions(tenantId, { before, limit: query.limit ?? DEFAULT_LIMIT })
-        .catch(tenantProblem);
-      return {
-        status: 200,
-        body: {
-          items: page.items.map(revisionJson),
-          next_cursor: page.next === null ? null : encodeCursor(page.next),
-        },
-      };
-    },
-  );
+  implement(
+    app,
+    contract.listConfigRevisions,
+  )(async (c, { params, query }) => {
+    const tenantId = tenantOfRequest(c, params.tenant_id);
+    const before = decodeCursor(query.cursor);
+    const page = await config.revisions(tenantId, {
+      before,
+      limit: query.limit ?? DEFAULT_LIMIT,
+    });
+    return {
+      status: 200,
+      body: {
+        items: page.items.map(revisionJson),
+        next_cursor: page.next === null ? null : encodeCursor(page.next),
+      },
+    };
+  });
 
   return app;
 }

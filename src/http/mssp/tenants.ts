@@ -1,6 +1,5 @@
 import { Hono } from 'hono';
 import { msspTenantContract } from '../../../contracts/mssp.ts';
-import { MSSP_ROLES } from '../../auth/identity.ts';
 import type { IngestService } from '../../domains/ingest/ingest-service.ts';
 import type { AdapterActivity } from '../../domains/ingest/ingest-types.ts';
 import type { TenantService } from '../../domains/tenants/tenant-service.ts';
@@ -9,8 +8,7 @@ import { edgePorts } from '../../orchestrator/edge-ports.ts';
 import { implement } from '../contract.ts';
 import { DEFAULT_LIMIT, decodeCursor, nextCursor } from '../cursor.ts';
 import { type StreamDeps, streamTenantEvents } from '../event-stream.ts';
-import { requireRole, tenantOfRequest } from '../guards.ts';
-import { tenantProblem } from './tenant-problems.ts';
+import { tenantOfRequest } from '../guards.ts';
 
 /** The Tenant of contracts/mssp.ts: the row's public columns, edge ports instead of a pair. */
 export function tenantJson(t: Tenant, edgePortBase: number) {
@@ -25,25 +23,22 @@ export function tenantJson(t: Tenant, edgePortBase: number) {
     upgrade_target: t.upgrade_target,
     edge_ports: t.edge_port_pair === null ? null : edgePorts(edgePortBase, t.edge_port_pair),
     drift: t.drift,
-    created_at: t.created_at.toISOString(),
-    updated_at: t.updated_at.toISOString(),
-    deleted_at: t.deleted_at?.toISOString() ?? null,
+    created_at: t.created_at,
+    updated_at: t.updated_at,
+    deleted_at: t.deleted_at,
   };
 }
 
 function activityJson(a: AdapterActivity) {
   return {
     version: a.version,
-    first_seen_at: a.firstSeenAt.toISOString(),
-    last_seen_at: a.lastSeenAt.toISOString(),
+    first_seen_at: a.firstSeenAt,
+    last_seen_at: a.lastSeenAt,
     status: a.status,
     alerts_total: a.alertsTotal,
-    checkpoint_at: a.checkpointAt?.toISOString() ?? null,
+    checkpoint_at: a.checkpointAt,
   };
 }
-
-const anyMssp = requireRole(...MSSP_ROLES);
-const operators = requireRole('platform_admin', 'mssp_admin');
 
 /** `/api/mssp/tenants/*`: create, read and move tenants (spec §4.2). */
 export function msspTenantRoutes(
@@ -55,12 +50,18 @@ export function msspTenantRoutes(
   const app = new Hono();
   const toJson = (t: Tenant) => tenantJson(t, edgePortBase);
 
-  implement(app, msspTenantContract.createTenant, [operators])(async (c, { body }) => {
-    const tenant = await tenants.create(body, c.get('identity')).catch(tenantProblem);
+  implement(
+    app,
+    msspTenantContract.createTenant,
+  )(async (c, { body }) => {
+    const tenant = await tenants.create(body, c.get('identity'));
     return { status: 201, body: { tenant: toJson(tenant) } };
   });
 
-  implement(app, msspTenantContract.listTenants, [anyMssp])(async (_c, { query }) => {
+  implement(
+    app,
+    msspTenantContract.listTenants,
+  )(async (_c, { query }) => {
     const limit = query.limit ?? DEFAULT_LIMIT;
     const after = decodeCursor('tenants', query.cursor);
     const page = await tenants.list(query.state, { after, limit });
@@ -70,47 +71,67 @@ export function msspTenantRoutes(
     };
   });
 
-  implement(app, msspTenantContract.getTenant, [anyMssp])(async (c, { params }) => {
+  implement(
+    app,
+    msspTenantContract.getTenant,
+  )(async (c, { params }) => {
     const id = tenantOfRequest(c, params.tenant_id);
-    const { tenant, lifecycle } = await tenants.getWithLifecycle(id).catch(tenantProblem);
+    const { tenant, lifecycle } = await tenants.getWithLifecycle(id);
     const adapter = await ingest.activity(id);
     return {
       status: 200,
       body: {
         tenant: toJson(tenant),
-        lifecycle: lifecycle.map((e) => ({ ...e, occurred_at: e.occurred_at.toISOString() })),
+        lifecycle,
         adapter: adapter ? activityJson(adapter) : null,
       },
     };
   });
 
-  implement(app, msspTenantContract.decommission, [operators])(async (c, { params }) => {
+  implement(
+    app,
+    msspTenantContract.decommission,
+  )(async (c, { params }) => {
     const id = tenantOfRequest(c, params.tenant_id);
-    const tenant = await tenants.decommission(c.get('identity'), id).catch(tenantProblem);
+    const tenant = await tenants.decommission(c.get('identity'), id);
     return { status: 200, body: { tenant: toJson(tenant) } };
   });
 
-  implement(app, msspTenantContract.suspend, [operators])(async (c, { params, body }) => {
+  implement(
+    app,
+    msspTenantContract.suspend,
+  )(async (c, { params, body }) => {
     const id = tenantOfRequest(c, params.tenant_id);
-    const tenant = await tenants.suspend(c.get('identity'), id, body).catch(tenantProblem);
+    const tenant = await tenants.suspend(c.get('identity'), id, body);
     return { status: 200, body: { tenant: toJson(tenant) } };
   });
 
-  implement(app, msspTenantContract.resume, [operators])(async (c, { params, body }) => {
+  implement(
+    app,
+    msspTenantContract.resume,
+  )(async (c, { params, body }) => {
     const id = tenantOfRequest(c, params.tenant_id);
-    const tenant = await tenants.resume(c.get('identity'), id, body).catch(tenantProblem);
+    const tenant = await tenants.resume(c.get('identity'), id, body);
     return { status: 200, body: { tenant: toJson(tenant) } };
   });
 
-  implement(app, msspTenantContract.retry, [operators])(async (c, { params }) => {
-    const tenant = await tenants.retry(c.get('identity'), params.tenant_id).catch(tenantProblem);
+  implement(
+    app,
+    msspTenantContract.retry,
+  )(async (c, { params }) => {
+    const tenant = await tenants.retry(c.get('identity'), params.tenant_id);
     return { status: 202, body: { tenant: toJson(tenant) } };
   });
 
-  implement(app, msspTenantContract.upgrade, [operators])(async (c, { params, body }) => {
-    const result = await tenants
-      .upgrade(c.get('identity'), params.tenant_id, body.tenant_chart_version)
-      .catch(tenantProblem);
+  implement(
+    app,
+    msspTenantContract.upgrade,
+  )(async (c, { params, body }) => {
+    const result = await tenants.upgrade(
+      c.get('identity'),
+      params.tenant_id,
+      body.tenant_chart_version,
+    );
     return {
       status: 202,
       body: {
@@ -121,9 +142,12 @@ export function msspTenantRoutes(
     };
   });
 
-  implement(app, msspTenantContract.tenantEvents, [anyMssp])(async (c, { params }) => {
+  implement(
+    app,
+    msspTenantContract.tenantEvents,
+  )(async (c, { params }) => {
     const tenantId = tenantOfRequest(c, params.tenant_id);
-    await tenants.get(tenantId).catch(tenantProblem);
+    await tenants.get(tenantId);
     return { raw: await streamTenantEvents(c, streams, tenantId) };
   });
 

@@ -12,7 +12,7 @@ import type { BrandingService } from '../../domains/branding/branding-service.ts
 import type { IngestService } from '../../domains/ingest/ingest-service.ts';
 import type { InvestigationService } from '../../domains/investigations/investigation-service.ts';
 import type { LlmService } from '../../domains/llm/llm-service.ts';
-import { type AuthService, SessionRefusedError } from '../../domains/sessions/session-service.ts';
+import type { AuthService } from '../../domains/sessions/session-service.ts';
 import type { SettingsService } from '../../domains/settings/settings-service.ts';
 import type { TenantConfigService } from '../../domains/tenants/tenant-config-service.ts';
 import type { TenantService } from '../../domains/tenants/tenant-service.ts';
@@ -30,6 +30,7 @@ import { authRoutes } from '../auth/routes.ts';
 import { authenticate } from '../authenticate.ts';
 import { limitBody, MAX_BODY_BYTES } from '../body-limit.ts';
 import { compilePath } from '../contract.ts';
+import { domainProblem } from '../domain-problems.ts';
 import { type StreamDeps, settleStreams } from '../event-stream.ts';
 import { requireFamily, requirePasswordCurrent } from '../guards.ts';
 import type { HostPolicy } from '../hosts.ts';
@@ -49,7 +50,6 @@ import { ProblemError, problem } from '../problem.ts';
 import { publicRoutes } from '../public/routes.ts';
 import { peerAddress, requestId, trustedProxies } from '../request-id.ts';
 import { authenticateService } from '../service-auth.ts';
-import { CLEAR_SESSION_COOKIE } from '../session-cookie.ts';
 import { tenantRoutes } from '../tenant/routes.ts';
 import { type WebDeps, webRoutes } from '../web/spa.ts';
 
@@ -376,13 +376,10 @@ function answerError(logger: Logger) {
       c.header('Retry-After', '1');
       return problem(c, 503, error.code, error.message);
     }
-    if (error instanceof SessionRefusedError) {
-      if (error.reason === 'changed') {
-        c.header('Retry-After', '0');
-        return problem(c, 503, 'session_changed', 'Your access changed. Please retry.');
-      }
-      c.header('Set-Cookie', CLEAR_SESSION_COOKIE);
-      return problem(c, 401, 'session_expired', 'Your session expired. Please sign in again.');
+    const refusal = domainProblem(error, c);
+    if (refusal) {
+      for (const [name, value] of Object.entries(refusal.headers ?? {})) c.header(name, value);
+      return problem(c, refusal.status, refusal.code, refusal.title, refusal.extra);
     }
     if (error instanceof ProblemError) {
       for (const [name, value] of Object.entries(error.headers)) c.header(name, value);

@@ -1,14 +1,11 @@
 import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import { tenantContract } from '../../../contracts/tenant.ts';
 import type { AuditService } from '../../domains/audit/audit-service.ts';
-import type { CustomerAuditRow } from '../../domains/audit/audit-types.ts';
 import type { BrandingService } from '../../domains/branding/branding-service.ts';
 import type { InvestigationService } from '../../domains/investigations/investigation-service.ts';
-import { TenantNotFoundError } from '../../domains/tenants/tenant-types.ts';
 import { implement } from '../contract.ts';
 import { DEFAULT_LIMIT, decodeCursor, nextCursor } from '../cursor.ts';
 import { type StreamDeps, streamTenantEvents } from '../event-stream.ts';
-import { requireRole } from '../guards.ts';
 import { ProblemError } from '../problem.ts';
 
 /** One customer's data: no shared cache may keep it. */
@@ -17,9 +14,9 @@ const privateResponse: MiddlewareHandler = async (c, next) => {
   await next();
 };
 
-// The mount already requires a tenant-family identity; the role is restated next to the
-// routes so the rule is visible where it applies (spec §4.3: customer_viewer).
-const guards = [requireRole('customer_viewer'), privateResponse];
+// The mount already requires a tenant-family identity; each route also declares its role
+// (contracts/tenant.ts, spec §4.3: customer_viewer), checked by implement().
+const guards = [privateResponse];
 
 /**
  * The one source of the tenant for every query in this family: the authenticated identity.
@@ -30,15 +27,6 @@ function callerTenant(c: Context): string {
   if (tenantId === null) throw new ProblemError(403, 'wrong_family', 'This API is for customers');
   return tenantId;
 }
-
-/** A session can outlive its tenant's deletion by a moment. */
-function tenantGone(error: unknown): never {
-  if (error instanceof TenantNotFoundError)
-    throw new ProblemError(404, 'tenant_not_found', 'Your tenant no longer exists');
-  throw error;
-}
-
-const auditJson = (row: CustomerAuditRow) => ({ ...row, timestamp: row.timestamp.toISOString() });
 
 /** `/api/tenant/*` (spec §4.3): customer_viewer, tenant from the identity, read-only. */
 export interface TenantRoutesDeps {
@@ -56,7 +44,7 @@ export function tenantRoutes({ investigations, audit, branding, streams }: Tenan
     tenantContract.overview,
     guards,
   )(async (c) => {
-    const body = await investigations.overview(callerTenant(c)).catch(tenantGone);
+    const body = await investigations.overview(callerTenant(c));
     return { status: 200, body };
   });
 
@@ -93,7 +81,7 @@ export function tenantRoutes({ investigations, audit, branding, streams }: Tenan
     const result = await audit.listForTenant(callerTenant(c), query, page);
     return {
       status: 200,
-      body: { items: result.rows.map(auditJson), next_cursor: nextCursor('audit', result.next) },
+      body: { items: result.rows, next_cursor: nextCursor('audit', result.next) },
     };
   });
 

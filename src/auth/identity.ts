@@ -1,5 +1,6 @@
 import type * as s from 'zapatos/schema';
 import type { AuthMode } from '../config/index.ts';
+import type { Narrowed } from '../db/rows.ts';
 
 export type Role = 'platform_admin' | 'mssp_admin' | 'analyst' | 'customer_viewer';
 export const MSSP_ROLES: readonly Role[] = ['platform_admin', 'mssp_admin', 'analyst'];
@@ -29,10 +30,10 @@ export interface Identity {
 }
 
 /** The user columns an identity is made of; `role` narrowed from the column's text. */
-export type UserRow = Pick<
-  s.users.Selectable,
-  'id' | 'tenant_id' | 'email' | 'display_name' | 'disabled_at'
-> & { role: Role };
+export type UserRow = Narrowed<
+  Pick<s.users.Selectable, 'id' | 'tenant_id' | 'email' | 'display_name' | 'role' | 'disabled_at'>,
+  { role: Role }
+>;
 
 export function identityOf(
   user: UserRow,

@@ -356,13 +356,17 @@ async function joined<T>(
  * Holds the connection's socket writes until the current run of promise callbacks is over, so a
  * prefix and the statement the scope issues right after it leave in one write (one system call
  * and one wake-up of the backend instead of two). Writes are only delayed, never reordered.
+ * Returns the socket it holds. pg has no public handle on its socket: this reads pg's internal
+ * `client.connection.stream`, and test/db/pg-internals.test.ts fails when a pg upgrade moves it
+ * (without it, each unit's BEGIN would quietly cost one more write, not a wrong answer).
  */
-function holdWrites(client: pg.PoolClient): void {
+export function holdWrites(client: pg.PoolClient): Writable | undefined {
   const stream = (client as unknown as { connection?: { stream?: Partial<Writable> } }).connection
     ?.stream;
-  if (typeof stream?.cork !== 'function' || typeof stream.uncork !== 'function') return;
+  if (typeof stream?.cork !== 'function' || typeof stream.uncork !== 'function') return undefined;
   stream.cork();
   process.nextTick(() => stream.uncork?.());
+  return stream as Writable;
 }
 
 /** The client's queries, each sent at once but answered only after `first` has succeeded. */

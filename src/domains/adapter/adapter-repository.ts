@@ -1,4 +1,5 @@
 import type * as s from 'zapatos/schema';
+import type { Narrowed } from '../../db/rows.ts';
 import type { TenantTx } from '../../db/tenant-context.ts';
 
 /** Creates or replaces the tenant's credential hash; a replacement is a rotation. */
@@ -46,15 +47,18 @@ export async function findAppName(tx: TenantTx, tenantId: string): Promise<strin
  * An integration with the reference of its Secret (all null when it has none). Tenant
  * configuration writes `settings` and `thresholds` only as JSON objects.
  */
-export type IntegrationRow = Pick<
-  s.integration_configs.Selectable,
-  'id' | 'kind' | 'name' | 'endpoint_url' | 'enabled'
-> & {
-  settings: Record<string, unknown>;
-  thresholds: Record<string, unknown>;
-  secret_namespace: string | null;
-  secret_name: string | null;
-  secret_version: number | null;
+export type IntegrationRow = Narrowed<
+  Pick<
+    s.integration_configs.Selectable,
+    'id' | 'kind' | 'name' | 'endpoint_url' | 'enabled' | 'settings' | 'thresholds'
+  >,
+  { settings: Record<string, unknown>; thresholds: Record<string, unknown> }
+> &
+  SecretReference;
+
+/** A `tenant_secrets` reference as its joined columns, each null for no Secret (LEFT JOIN). */
+type SecretReference = {
+  [K in 'namespace' | 'name' | 'version' as `secret_${K}`]: s.tenant_secrets.Selectable[K] | null;
 };
 
 export async function listIntegrations(tx: TenantTx, tenantId: string): Promise<IntegrationRow[]> {
@@ -108,10 +112,10 @@ export async function noteHeartbeatBeforeReady(
 
 export async function upsertHeartbeat(
   tx: TenantTx,
-  row: Pick<s.adapter_heartbeats.Insertable, 'tenant_id' | 'adapter_version'> & {
-    seen_at: Date;
-    status: Record<string, unknown>;
-  },
+  row: Narrowed<
+    Pick<s.adapter_heartbeats.Insertable, 'tenant_id' | 'adapter_version' | 'status'>,
+    { status: Record<string, unknown> }
+  > & { seen_at: Date },
 ): Promise<void> {
   // GREATEST: a delayed request never moves last_seen_at backwards.
   await tx.query(
@@ -125,14 +129,18 @@ export async function upsertHeartbeat(
   );
 }
 
+/** A heartbeat row; `status` is the flat map contracts/adapter-status.ts accepts. */
+export type StoredHeartbeat = Narrowed<
+  Pick<
+    s.adapter_heartbeats.Selectable,
+    'adapter_version' | 'first_seen_at' | 'last_seen_at' | 'status'
+  >,
+  { status: Record<string, string | number | boolean | null> }
+>;
+
 /** The transaction's tenant's last heartbeat; undefined before its adapter was first heard. */
-export async function findHeartbeat(tx: TenantTx): Promise<
-  | (Pick<s.adapter_heartbeats.Selectable, 'adapter_version' | 'first_seen_at' | 'last_seen_at'> & {
-      status: Record<string, string | number | boolean | null>;
-    })
-  | undefined
-> {
-  const { rows } = await tx.query(
+export async function findHeartbeat(tx: TenantTx): Promise<StoredHeartbeat | undefined> {
+  const { rows } = await tx.query<StoredHeartbeat>(
     'SELECT adapter_version, first_seen_at, last_seen_at, status FROM adapter_heartbeats',
   );
   return rows[0];

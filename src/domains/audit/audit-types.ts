@@ -1,4 +1,5 @@
 import type * as s from 'zapatos/schema';
+import type { Narrowed } from '../../db/rows.ts';
 
 export type ActorPrincipal = 'User' | 'Worker' | 'System' | 'Adapter';
 
@@ -23,21 +24,25 @@ export interface AuditRecord {
 }
 
 /** An audit row as the views read it; writeAudit always stores an object in details. */
-export type AuditRow = Pick<
-  s.audit_log.Selectable,
-  | 'id'
-  | 'timestamp'
-  | 'tenant_id'
-  | 'actor_principal'
-  | 'actor_id'
-  | 'action'
-  | 'resource_type'
-  | 'resource_id'
-  | 'before'
-  | 'after'
-  | 'acting_as'
-  | 'request_id'
-> & { details: Record<string, unknown> };
+export type AuditRow = Narrowed<
+  Pick<
+    s.audit_log.Selectable,
+    | 'id'
+    | 'timestamp'
+    | 'tenant_id'
+    | 'actor_principal'
+    | 'actor_id'
+    | 'action'
+    | 'resource_type'
+    | 'resource_id'
+    | 'before'
+    | 'after'
+    | 'acting_as'
+    | 'request_id'
+    | 'details'
+  >,
+  { details: Record<string, unknown> }
+>;
 
 /** What a customer sees of its own trail: no tenant column, impersonation made explicit. */
 export type CustomerAuditRow = Omit<AuditRow, 'tenant_id'> & { impersonated: boolean };

@@ -31,7 +31,7 @@ export async function tenantExists(tx: TenantTx, tenantId: string): Promise<bool
  * shows nothing of it. `tenants` is an install table, read without tenant context.
  */
 export async function findBrandedTenant(tx: InstallTx, slug: string): Promise<string | undefined> {
-  const { rows } = await tx.query<{ id: string }>(
+  const { rows } = await tx.query<Pick<s.tenants.Selectable, 'id'>>(
     `SELECT id FROM tenants WHERE slug = $1 AND state <> 'soft-deleted'`,
     [slug],
   );

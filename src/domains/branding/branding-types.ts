@@ -1,10 +1,12 @@
-import type { Static } from 'typebox';
+import type { Static, StaticDecode } from 'typebox';
 import type * as s from 'zapatos/schema';
 import type { BrandingUpdate } from '../../../contracts/mssp.ts';
 import type { PublicBranding } from '../../../contracts/public.ts';
 import type { Branding } from '../../../contracts/tenant.ts';
+import { DomainError } from '../domain-error.ts';
 
-export type BrandingBody = Static<typeof Branding>;
+/** Decoded: `updated_at` is a Date, written as the contract's text by the HTTP layer. */
+export type BrandingBody = StaticDecode<typeof Branding>;
 
 export type PublicBrandingBody = Static<typeof PublicBranding>;
 
@@ -29,8 +31,9 @@ export interface BrandingProblem {
 }
 
 /** A change the schema accepts but the rules refuse (branding-images.ts); nothing is written. */
-export class InvalidBrandingError extends Error {
+export class InvalidBrandingError extends DomainError {
   override name = 'InvalidBrandingError';
+  readonly code = 'invalid_branding';
   constructor(readonly problems: BrandingProblem[]) {
     super('The branding cannot be used');
   }
@@ -40,8 +43,9 @@ export class InvalidBrandingError extends Error {
  * The tenant a branding call names does not exist. Its own class rather than the tenants
  * domain's: that domain depends on this one (creation writes branding and checks its logo).
  */
-export class UnknownTenantError extends Error {
+export class UnknownTenantError extends DomainError {
   override name = 'UnknownTenantError';
+  readonly code = 'tenant_not_found';
   constructor(readonly tenantId: string) {
     super('No such tenant');
   }

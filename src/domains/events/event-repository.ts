@@ -152,7 +152,7 @@ export async function appendStreamStarts(
       `{"stream_type":${JSON.stringify(e.streamType)},"stream_id":${JSON.stringify(e.streamId)},` +
       `"type":${JSON.stringify(e.type)},"occurred_at_ms":${e.occurredAtMs},"payload":${e.payloadJson}}`,
   );
-  const { rows: written } = await tx.query<{ stream_id: string }>(
+  const { rows: written } = await tx.query<Pick<EventRow, 'stream_id'>>(
     prepared(
       'events.stream_starts',
       `INSERT INTO events
@@ -189,10 +189,10 @@ export async function readEventsAfter(
 }
 
 /**
- * The alert fields the projections fold (src/domains/projections/folds.ts: the rule's id,
- * level and description, the indicator fields), so the projector does not carry every stored
- * alert document from PostgreSQL into JSON.parse only to read five fields of it. Absent fields
- * come back as JSON null, which the folds treat as absent.
+ * The alert fields the projections fold (src/domains/projections/*-projection.ts: the
+ * rule's id, level and description, the indicator fields), so the projector does not carry
+ * every stored alert document from PostgreSQL into JSON.parse only to read five fields of it.
+ * Absent fields come back as JSON null, which the folds treat as absent.
  */
 const FOLDED_PAYLOAD = `CASE WHEN type = 'alert.received' THEN
     (payload - 'alert') || jsonb_build_object('alert', jsonb_build_object(

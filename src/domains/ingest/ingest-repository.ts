@@ -1,5 +1,6 @@
 import type * as s from 'zapatos/schema';
 import { prepared } from '../../db/prepared.ts';
+import type { Narrowed } from '../../db/rows.ts';
 import type { TenantTx } from '../../db/tenant-context.ts';
 import { type AlertGroup, type Checkpoint, type GroupKey, WAZUH } from './ingest-types.ts';
 
@@ -25,7 +26,7 @@ export async function lockTenantAppends(tx: TenantTx): Promise<void> {
 
 /** Which of these streams already have their first event (one indexed probe per id). */
 export async function existingStreams(tx: TenantTx, streamIds: string[]): Promise<Set<string>> {
-  const { rows } = await tx.query<{ stream_id: string }>(
+  const { rows } = await tx.query<Pick<s.events.Selectable, 'stream_id'>>(
     prepared(
       'ingest.existing',
       'SELECT stream_id FROM events WHERE stream_id = ANY($1::uuid[]) AND stream_seq = 1',
@@ -37,8 +38,8 @@ export async function existingStreams(tx: TenantTx, streamIds: string[]): Promis
 
 type GroupRow = Pick<
   s.alert_groups.Selectable,
-  'investigation_id' | 'rule_id' | 'agent_id' | 'last_alert_at'
-> & { alert_count: string };
+  'investigation_id' | 'rule_id' | 'agent_id' | 'last_alert_at' | 'alert_count'
+>;
 
 /** The open group of each (rule, agent) pair given, where there is one. */
 export async function openGroups(tx: TenantTx, keys: GroupKey[]): Promise<AlertGroup[]> {
@@ -104,7 +105,11 @@ export async function saveGroups(
   );
 }
 
-type CheckpointRow = { position: Checkpoint; alerts_total: string };
+/** `position` holds what saveCheckpoint wrote: a Checkpoint. */
+type CheckpointRow = Narrowed<
+  Pick<s.ingest_checkpoints.Selectable, 'position' | 'alerts_total' | 'updated_at'>,
+  { position: Checkpoint }
+>;
 
 /** Stores the source's position and counts the alerts that were new; returns the stored row. */
 export async function saveCheckpoint(
@@ -113,7 +118,7 @@ export async function saveCheckpoint(
   position: Checkpoint,
   accepted: number,
 ): Promise<{ position: Checkpoint; alertsTotal: number }> {
-  const { rows } = await tx.query<CheckpointRow>(
+  const { rows } = await tx.query<Omit<CheckpointRow, 'updated_at'>>(
     prepared(
       'ingest.save_checkpoint',
       `INSERT INTO ingest_checkpoints (tenant_id, source, position, alerts_total, updated_at)
@@ -126,7 +131,7 @@ export async function saveCheckpoint(
       [tenantId, WAZUH, JSON.stringify(position), accepted],
     ),
   );
-  const row = rows[0] as CheckpointRow;
+  const row = rows[0] as Omit<CheckpointRow, 'updated_at'>;
   return { position: row.position, alertsTotal: Number(row.alerts_total) };
 }
 
@@ -134,7 +139,7 @@ export async function saveCheckpoint(
 export async function findCheckpoint(
   tx: TenantTx,
 ): Promise<{ position: Checkpoint; alertsTotal: number; updatedAt: Date } | undefined> {
-  const { rows } = await tx.query<CheckpointRow & { updated_at: Date }>(
+  const { rows } = await tx.query<CheckpointRow>(
     prepared(
       'ingest.checkpoint',
       'SELECT position, alerts_total, updated_at FROM ingest_checkpoints WHERE source = $1',

@@ -1,18 +1,22 @@
-import type { Static } from 'typebox';
+import type { Static, StaticDecode } from 'typebox';
 import type * as s from 'zapatos/schema';
 import type { Incident, IncidentsQuery, Overview, Report } from '../../../contracts/tenant.ts';
+import type { Narrowed } from '../../db/rows.ts';
 
-export type OverviewBody = Static<typeof Overview>;
-export type IncidentBody = Static<typeof Incident>;
-export type ReportBody = Static<typeof Report>;
+// Decoded: timestamps are Dates, written as the contract's text by the HTTP layer.
+export type OverviewBody = StaticDecode<typeof Overview>;
+export type IncidentBody = StaticDecode<typeof Incident>;
+export type ReportBody = StaticDecode<typeof Report>;
 export type IncidentFilters = Pick<Static<typeof IncidentsQuery>, 'status' | 'severity'>;
 
 type OpenStatus = keyof OverviewBody['open_investigations']['by_status'];
 type Severity = keyof OverviewBody['open_investigations']['by_severity'];
 
 /** The numbers of one tenant's dashboard, read in one snapshot. */
-export type OverviewRow = Pick<s.tenants.Selectable, 'id' | 'display_name'> & {
-  state: OverviewBody['tenant']['state'];
+export type OverviewRow = Narrowed<
+  Pick<s.tenants.Selectable, 'id' | 'display_name' | 'state'>,
+  { state: OverviewBody['tenant']['state'] }
+> & {
   open_counts: { severity: Severity; status: OpenStatus; n: number }[];
   pending_reviews: number;
   events_last_24h: number;
@@ -20,11 +24,26 @@ export type OverviewRow = Pick<s.tenants.Selectable, 'id' | 'display_name'> & {
 };
 
 /** The columns a customer may see: assignee_id (an MSSP staff id) and last_event_id stay inside. */
-export type CustomerInvestigationRow = Omit<
-  s.investigations.Selectable,
-  'tenant_id' | 'assignee_id' | 'last_event_id' | 'status' | 'severity' | 'verdict'
-> &
-  Pick<IncidentBody, 'status' | 'severity' | 'verdict'>;
+export type CustomerInvestigationRow = Narrowed<
+  Pick<
+    s.investigations.Selectable,
+    | 'id'
+    | 'title'
+    | 'summary'
+    | 'status'
+    | 'severity'
+    | 'verdict'
+    | 'source'
+    | 'source_ref'
+    | 'opened_at'
+    | 'updated_at'
+    | 'resolved_at'
+    | 'closed_at'
+    | 'alert_count'
+    | 'last_alert_at'
+  >,
+  Pick<IncidentBody, 'status' | 'severity' | 'verdict'>
+>;
 
 /** bigint counters arrive as strings; they stay far below 2^53. */
 export type RuleStatsRow = Pick<

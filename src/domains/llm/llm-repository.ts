@@ -1,5 +1,6 @@
 import type * as s from 'zapatos/schema';
 import type { TriagePolicy } from '../../../contracts/triage-policy.ts';
+import type { Narrowed } from '../../db/rows.ts';
 import type { TenantTx } from '../../db/tenant-context.ts';
 import type {
   CachedAnswer,
@@ -33,9 +34,10 @@ export async function findLlmConfig(
   return rows[0]?.llm ?? undefined;
 }
 
-export type StoredPolicy = Pick<s.triage_policies.Selectable, 'updated_at'> & {
-  policy: TriagePolicy;
-};
+export type StoredPolicy = Narrowed<
+  Pick<s.triage_policies.Selectable, 'policy' | 'updated_at'>,
+  { policy: TriagePolicy }
+>;
 
 export async function findPolicy(
   tx: TenantTx,
@@ -50,9 +52,10 @@ export async function findPolicy(
 
 export async function upsertPolicy(
   tx: TenantTx,
-  row: Pick<s.triage_policies.Insertable, 'tenant_id' | 'updated_at' | 'updated_by'> & {
-    policy: TriagePolicy;
-  },
+  row: Narrowed<
+    Pick<s.triage_policies.Insertable, 'tenant_id' | 'policy' | 'updated_at' | 'updated_by'>,
+    { policy: TriagePolicy }
+  >,
 ): Promise<StoredPolicy> {
   const { rows } = await tx.query<StoredPolicy>(
     `INSERT INTO triage_policies (tenant_id, policy, updated_at, updated_by)

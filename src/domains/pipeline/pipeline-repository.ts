@@ -1,6 +1,12 @@
+import type * as s from 'zapatos/schema';
 import type { TenantTx } from '../../db/tenant-context.ts';
 import type { StoredIntegrations } from '../../integrations/tenant-endpoints.ts';
-import type { PipelineEvent, ReviewInsert, StoredReview } from './pipeline-types.ts';
+import type {
+  ActionableReview,
+  PipelineEvent,
+  ReviewInsert,
+  StoredReview,
+} from './pipeline-types.ts';
 
 /**
  * SQL the pipeline reads and writes under its job's tenant: the investigation's own stream,
@@ -13,13 +19,21 @@ export async function readInvestigationStream(
   tx: TenantTx,
   investigationId: string,
 ): Promise<PipelineEvent[]> {
-  const { rows } = await tx.query<PipelineEvent>(
-    `SELECT stream_seq AS seq, type, payload, occurred_at AS "occurredAt"
+  const { rows } = await tx.query<
+    Pick<s.events.Selectable, 'stream_seq' | 'type' | 'payload' | 'occurred_at'>
+  >(
+    `SELECT stream_seq, type, payload, occurred_at
        FROM events WHERE stream_id = $1 AND stream_type = 'investigation'
       ORDER BY stream_seq`,
     [investigationId],
   );
-  return rows;
+  // The stream's events (ingest's opening one, the pipeline's steps) carry JSON object payloads.
+  return rows.map((r) => ({
+    seq: r.stream_seq,
+    type: r.type,
+    payload: r.payload as Record<string, unknown>,
+    occurredAt: r.occurred_at,
+  }));
 }
 
 /**
@@ -107,23 +121,8 @@ export async function insertReview(tx: TenantTx, review: ReviewInsert): Promise<
 export async function findReview(
   tx: TenantTx,
   reviewId: string,
-): Promise<
-  | (StoredReview & {
-      investigation_id: string;
-      action_params: Record<string, unknown>;
-      rationale: string;
-      decided_by: string | null;
-    })
-  | undefined
-> {
-  const { rows } = await tx.query<
-    StoredReview & {
-      investigation_id: string;
-      action_params: Record<string, unknown>;
-      rationale: string;
-      decided_by: string | null;
-    }
-  >(
+): Promise<ActionableReview | undefined> {
+  const { rows } = await tx.query<ActionableReview>(
     `SELECT id, investigation_id, proposed_action, action_params, rationale, decision, decided_by
        FROM pending_reviews WHERE id = $1`,
     [reviewId],

@@ -12,8 +12,7 @@ import { appendToStream } from '../events/event-repository.ts';
 import { enqueueJobs } from '../jobs/job-repository.ts';
 import { findPolicy } from '../llm/llm-repository.ts';
 import type { CompletionAsk, LlmOutcome } from '../llm/llm-types.ts';
-import { isSeverity } from '../projections/folds.ts';
-import type { Severity } from '../projections/projection-types.ts';
+import { isSeverity, type Severity } from '../projections/projection-types.ts';
 import { extractIocs, type Ioc, publicIocs } from './iocs.ts';
 import {
   findReview,

@@ -1,20 +1,25 @@
+import * as db from 'zapatos/db';
+import type * as s from 'zapatos/schema';
 import { INSTALL_SETTING_DEFAULTS } from '../../../contracts/install-settings.ts';
 import type { InstallTx, Transaction } from '../../db/tenant-context.ts';
 import type { StoredSetting } from './settings-types.ts';
 
 /**
  * SQL on `install_settings` (spec §2.4): one row per key someone set; a key without a row has
- * its documented default (contracts/install-settings.ts). No tenant_id and no RLS.
+ * its documented default (contracts/install-settings.ts). No tenant_id and no RLS. Written as
+ * zapatos templates: every table and column name below is checked against the schema's types.
  */
+
+type Sql = s.install_settings.SQL;
 
 /**
  * `audit.retention_days` as the retention purge must apply it. Any scope may call it (the
  * purge runs through the system gate).
  */
 export async function readAuditRetentionDays(tx: Transaction): Promise<number> {
-  const { rows } = await tx.query<{ value: unknown }>(
-    `SELECT value FROM install_settings WHERE key = 'audit.retention_days'`,
-  );
+  const rows = await db.sql<Sql, Pick<s.install_settings.Selectable, 'value'>[]>`
+    SELECT ${'value'} FROM ${'install_settings'}
+     WHERE ${'key'} = ${db.param('audit.retention_days')}`.run(tx);
   if (rows.length === 0) return INSTALL_SETTING_DEFAULTS['audit.retention_days'];
   const value = rows[0]?.value;
   // The API stores integers 1..3650 only; anything else was written by hand, and a purge must
@@ -25,10 +30,9 @@ export async function readAuditRetentionDays(tx: Transaction): Promise<number> {
 }
 
 export async function readSettings(tx: InstallTx): Promise<StoredSetting[]> {
-  const { rows } = await tx.query<StoredSetting>(
-    'SELECT key, value, updated_at, updated_by FROM install_settings ORDER BY key',
-  );
-  return rows;
+  return db.sql<Sql, StoredSetting[]>`
+    SELECT ${db.cols(['key', 'value', 'updated_at', 'updated_by'])}
+      FROM ${'install_settings'} ORDER BY ${'key'}`.run(tx);
 }
 
 /**
@@ -36,21 +40,20 @@ export async function readSettings(tx: InstallTx): Promise<StoredSetting[]> {
  * (row locks would miss a key that has no row yet). Readers are not blocked.
  */
 export async function lockSettings(tx: InstallTx): Promise<void> {
-  await tx.query('LOCK TABLE install_settings IN SHARE ROW EXCLUSIVE MODE');
+  await db.sql<Sql>`LOCK TABLE ${'install_settings'} IN SHARE ROW EXCLUSIVE MODE`.run(tx);
 }
 
 export async function upsertSetting(tx: InstallTx, row: StoredSetting): Promise<void> {
-  await tx.query(
-    `INSERT INTO install_settings (key, value, updated_at, updated_by)
-     VALUES ($1, $2::jsonb, $3, $4)
-     ON CONFLICT (key) DO UPDATE
-       SET value = excluded.value, updated_at = excluded.updated_at,
-           updated_by = excluded.updated_by`,
-    [row.key, JSON.stringify(row.value), row.updated_at, row.updated_by],
-  );
+  await db.sql<Sql>`
+    INSERT INTO ${'install_settings'} (${'key'}, ${'value'}, ${'updated_at'}, ${'updated_by'})
+    VALUES (${db.param(row.key)}, ${db.param(JSON.stringify(row.value), 'jsonb')},
+            ${db.param(row.updated_at)}, ${db.param(row.updated_by)})
+    ON CONFLICT (${'key'}) DO UPDATE
+      SET ${'value'} = EXCLUDED.${'value'}, ${'updated_at'} = EXCLUDED.${'updated_at'},
+          ${'updated_by'} = EXCLUDED.${'updated_by'}`.run(tx);
 }
 
 /** The key returns to its default: a key without a row has its default. */
 export async function deleteSetting(tx: InstallTx, key: string): Promise<void> {
-  await tx.query('DELETE FROM install_settings WHERE key = $1', [key]);
+  await db.sql<Sql>`DELETE FROM ${'install_settings'} WHERE ${'key'} = ${db.param(key)}`.run(tx);
 }

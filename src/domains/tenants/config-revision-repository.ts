@@ -1,4 +1,5 @@
 import type * as s from 'zapatos/schema';
+import type { Narrowed } from '../../db/rows.ts';
 import type { TenantTx, Transaction } from '../../db/tenant-context.ts';
 import type { StoredConfig } from './tenant-types.ts';
 
@@ -11,10 +12,8 @@ import type { StoredConfig } from './tenant-types.ts';
 /** The tenant row's revision columns (`config_target` from sql/0021). */
 export type RevisionColumns = Pick<
   s.tenants.Selectable,
-  'id' | 'state' | 'slug' | 'config_revision' | 'chart_version'
-> & {
-  config_target: number | null;
-};
+  'id' | 'state' | 'slug' | 'config_revision' | 'config_target' | 'chart_version'
+>;
 
 /** The tenant's revision columns, row-locked until the transaction ends (changes serialize). */
 export async function lockRevisionColumns(
@@ -108,13 +107,20 @@ export async function dropConfigTarget(
   );
 }
 
-export type RevisionRow = Pick<s.tenant_lifecycle_events.Selectable, 'actor' | 'occurred_at'> & {
-  revision: number;
+type LifecycleEvent = s.tenant_lifecycle_events.Selectable;
+
+/**
+ * A revision and its outcome: the `config_revision` event's columns, its `config_revision` as
+ * `revision`, and the outcome step's `step`, `details` and `occurred_at` (each null while none
+ * was recorded).
+ */
+export type RevisionRow = Pick<LifecycleEvent, 'actor' | 'occurred_at'> & {
+  revision: NonNullable<LifecycleEvent['config_revision']>;
   config: StoredConfig;
   /** `config_applied` / `config_failed`, or null while none was recorded. */
-  outcome_step: string | null;
+  outcome_step: LifecycleEvent['step'];
   outcome_details: { error?: string; rolled_back_to_revision?: number | null } | null;
-  completed_at: Date | null;
+  completed_at: LifecycleEvent['occurred_at'] | null;
 };
 
 const REVISIONS = `
@@ -156,10 +162,13 @@ export async function findRevision(
 }
 
 /** An integration's row as a revision defines it (the secret reference resolved by the caller). */
-export type IntegrationRowInput = Pick<
-  s.integration_configs.Insertable,
-  'kind' | 'name' | 'endpoint_url' | 'secret_id'
-> & { settings: Record<string, unknown>; thresholds: Record<string, unknown> };
+export type IntegrationRowInput = Narrowed<
+  Pick<
+    s.integration_configs.Insertable,
+    'kind' | 'name' | 'endpoint_url' | 'secret_id' | 'settings' | 'thresholds'
+  >,
+  { settings: Record<string, unknown>; thresholds: Record<string, unknown> }
+>;
 
 /**
  * The tenant's integration rows become exactly `items`: rows of items that stay keep their ids

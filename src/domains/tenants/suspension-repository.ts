@@ -1,3 +1,5 @@
+import type * as s from 'zapatos/schema';
+import type { Narrowed } from '../../db/rows.ts';
 import type { TenantTx, Transaction } from '../../db/tenant-context.ts';
 import type { TenantState } from './tenant-lifecycle.ts';
 
@@ -20,10 +22,9 @@ export async function lockedTenantState(
   tx: Transaction,
   tenantId: string,
 ): Promise<TenantState | undefined> {
-  const { rows } = await tx.query<{ state: TenantState }>(
-    'SELECT state FROM tenants WHERE id = $1 FOR SHARE',
-    [tenantId],
-  );
+  const { rows } = await tx.query<
+    Narrowed<Pick<s.tenants.Selectable, 'state'>, { state: TenantState }>
+  >('SELECT state FROM tenants WHERE id = $1 FOR SHARE', [tenantId]);
   return rows[0]?.state;
 }
 
@@ -31,10 +32,9 @@ export async function findDataPlane(
   tx: Transaction,
   tenantId: string,
 ): Promise<DataPlane | undefined> {
-  const { rows } = await tx.query<{ data_plane: DataPlane }>(
-    'SELECT data_plane FROM tenants WHERE id = $1',
-    [tenantId],
-  );
+  const { rows } = await tx.query<
+    Narrowed<Pick<s.tenants.Selectable, 'data_plane'>, { data_plane: DataPlane }>
+  >('SELECT data_plane FROM tenants WHERE id = $1', [tenantId]);
   return rows[0]?.data_plane;
 }
 
@@ -75,7 +75,9 @@ export async function parkJob(tx: TenantTx, tenantId: string, job: ParkedJob): P
 
 /** Removes and returns the tenant's parked jobs, oldest first. */
 export async function takeParkedJobs(tx: TenantTx, tenantId: string): Promise<ParkedJob[]> {
-  const { rows } = await tx.query<{ job_type: string; input: Record<string, unknown> }>(
+  const { rows } = await tx.query<
+    Narrowed<Pick<s.parked_jobs.Selectable, 'job_type' | 'input'>, { input: ParkedJob['input'] }>
+  >(
     `WITH taken AS (DELETE FROM parked_jobs WHERE tenant_id = $1 RETURNING id, job_type, input)
      SELECT job_type, input FROM taken ORDER BY id`,
     [tenantId],

@@ -1,4 +1,5 @@
 import type * as s from 'zapatos/schema';
+import type { Narrowed } from '../../db/rows.ts';
 import type { TenantTx } from '../../db/tenant-context.ts';
 
 /**
@@ -38,10 +39,13 @@ export async function insertBranding(tx: TenantTx, b: BrandingInsert): Promise<v
   );
 }
 
-export type IntegrationInsert = Pick<
-  s.integration_configs.Insertable,
-  'tenant_id' | 'kind' | 'name' | 'endpoint_url' | 'secret_id'
-> & { settings: Record<string, unknown>; thresholds: Record<string, unknown> };
+export type IntegrationInsert = Narrowed<
+  Pick<
+    s.integration_configs.Insertable,
+    'tenant_id' | 'kind' | 'name' | 'endpoint_url' | 'secret_id' | 'settings' | 'thresholds'
+  >,
+  { settings: Record<string, unknown>; thresholds: Record<string, unknown> }
+>;
 
 export async function insertIntegration(tx: TenantTx, i: IntegrationInsert): Promise<void> {
   await tx.query(

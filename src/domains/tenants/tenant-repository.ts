@@ -6,6 +6,7 @@ import {
   type SortKey,
   toKeysetPage,
 } from '../../db/keyset.ts';
+import type { Narrowed } from '../../db/rows.ts';
 import type { InstallTx, SystemTx, TenantTx, Transaction } from '../../db/tenant-context.ts';
 import type { TenantState } from './tenant-lifecycle.ts';
 import { type LifecycleEntry, SlugTakenError, type Tenant } from './tenant-types.ts';
@@ -23,7 +24,6 @@ export async function findTenant(tx: Transaction, id: string): Promise<Tenant | 
   return rows[0];
 }
 
-/** A page of tenants, newest first, optionally in one state. */
 /** The tenant an operator names by slug or id (`svc psql --tenant`), soft-deleted included. */
 export async function findTenantBySlugOrId(
   tx: Transaction,
@@ -36,6 +36,7 @@ export async function findTenantBySlugOrId(
   return rows[0];
 }
 
+/** A page of tenants, newest first, optionally in one state. */
 export async function listTenants(
   tx: InstallTx,
   state: TenantState | undefined,
@@ -142,10 +143,13 @@ export async function tryTenantLock(tx: Transaction, lockKey: string, name: stri
   return rows[0]?.ok === true;
 }
 
-export type LifecycleInsert = Pick<
-  s.tenant_lifecycle_events.Insertable,
-  'kind' | 'from_state' | 'to_state' | 'step' | 'config_revision' | 'actor'
-> & { details: Record<string, unknown> };
+export type LifecycleInsert = Narrowed<
+  Pick<
+    s.tenant_lifecycle_events.Insertable,
+    'kind' | 'from_state' | 'to_state' | 'step' | 'config_revision' | 'details' | 'actor'
+  >,
+  { details: Record<string, unknown> }
+>;
 
 /** Appends one TenantLifecycleEvent (spec §6.2) and returns its id. */
 export async function insertLifecycleEvent(
@@ -153,7 +157,7 @@ export async function insertLifecycleEvent(
   tenantId: string,
   event: LifecycleInsert,
 ): Promise<string> {
-  const { rows } = await tx.query<{ id: string }>(
+  const { rows } = await tx.query<Pick<s.tenant_lifecycle_events.Selectable, 'id'>>(
     `INSERT INTO tenant_lifecycle_events
             (tenant_id, kind, from_state, to_state, step, config_revision, details, actor)
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id::text`,
@@ -180,20 +184,25 @@ export async function listLifecycle(tx: TenantTx): Promise<LifecycleEntry[]> {
   return rows;
 }
 
-export type FleetTenant = Pick<s.tenants.Selectable, 'slug'> & {
-  tenant_id: string;
-  state: TenantState;
+/** A tenant's row (its `id` as `tenant_id`) with its open work and its newest event's time. */
+export type FleetTenant = Narrowed<
+  Pick<s.tenants.Selectable, 'slug' | 'state'>,
+  { state: TenantState }
+> & {
+  tenant_id: s.tenants.Selectable['id'];
   open_incidents: number;
   pending_reviews: number;
-  last_event_at: Date | null;
+  last_event_at: s.events.Selectable['occurred_at'] | null;
 };
 
 /**
  * Cross-tenant rollup: how many tenants are in each state. `tenants` is an install table, so
  * the metrics gauge reads it as svc_app, the fleet view through the System gate.
  */
-export async function countByState(tx: Transaction): Promise<Array<{ state: string; n: number }>> {
-  const { rows } = await tx.query<{ state: string; n: number }>(
+export async function countByState(
+  tx: Transaction,
+): Promise<Array<Pick<s.tenants.Selectable, 'state'> & { n: number }>> {
+  const { rows } = await tx.query<Pick<s.tenants.Selectable, 'state'> & { n: number }>(
     'SELECT state, count(*)::int AS n FROM tenants GROUP BY state',
   );
   return rows;

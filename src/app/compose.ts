@@ -30,7 +30,7 @@ import { createIngestRateLimiter } from '../domains/ingest/rate-limit.ts';
 import { createInvestigationService } from '../domains/investigations/investigation-service.ts';
 import { queueDepth } from '../domains/jobs/job-repository.ts';
 import { createJobService } from '../domains/jobs/job-service.ts';
-import { createLlmService } from '../domains/llm/llm-service.ts';
+import { createLlmService, type LlmService } from '../domains/llm/llm-service.ts';
 import { createTenantComponents } from '../domains/pipeline/components.ts';
 import {
   createPipelineService,
@@ -41,6 +41,10 @@ import {
   createProjectionService,
   type ProjectionService,
 } from '../domains/projections/projection-service.ts';
+import {
+  createProvisioningService,
+  tenantTransitions,
+} from '../domains/provisioning/provisioning-service.ts';
 import {
   type CredentialWatch,
   createCredentialWatch,
@@ -224,6 +228,7 @@ export function composeServices(core: Core, input: ApiInput = {}): ApiServices {
       decommissionGraceMs:
         input.tenancy?.decommissionGraceMs ?? config.orchestrator.decommissionGraceMs,
       upgrades: input.tenancy,
+      transitions: tenantTransitions,
       kick: () => input.tenancy?.kick(),
     }),
     audit: createAuditService({ db, system }),
@@ -246,18 +251,7 @@ export function composeServices(core: Core, input: ApiInput = {}): ApiServices {
     investigations: createInvestigationService({ db, now }),
     branding: createBrandingService({ db, revise: tenantConfig.brandingChanged }),
     tenantConfig,
-    llm: createLlmService({
-      db,
-      secrets: input.secrets,
-      defaults: config.orchestrator.defaultLlm,
-      fetch: (url, init) => safeFetch(url, init, policy),
-      now,
-      prices: config.worker.llmPrices,
-      timeoutMs: config.worker.llmTimeoutMs,
-      logger: core.logger,
-      checkPolicy,
-      metrics,
-    }),
+    llm: composeLlm(core, input.secrets, policy),
   };
 }
 
@@ -272,7 +266,8 @@ export async function composeApi(core: Core, input: ApiInput = {}): Promise<Api>
   });
   const watch = createCredentialWatch({ db, now: core.now, authMode: config.authMode });
   // Revocation notices reach the watch on the hub's LISTEN connection, in commit order with
-  // the event notices (docs/auth.md, open event streams); after a lost connection every credential is re-read.
+  // the event notices (docs/auth.md, open event streams); after a lost connection every credential
+  // is re-read.
   events.watch({
     notice: () => undefined,
     revocation: (hint) => watch.revoked(hint),
@@ -369,7 +364,12 @@ export async function composeOrchestration(
   const o = config.orchestrator;
   const install = await ensureInstall(core.target, config.install);
   const catalog = await loadChartCatalog(o.chartsDir ?? BUNDLED_CHARTS_DIR);
-  const assembled = orchestratorDeps({ ...core, ...input, install, catalog });
+  const provisioning = createProvisioningService({
+    db: core.db,
+    system: core.system,
+    issueBootstrapCredential,
+  });
+  const assembled = orchestratorDeps({ ...core, ...input, install, catalog, provisioning });
   const deps = input.instrument ? input.instrument(assembled) : assembled;
   const locks = createTenantLocks(core.target, o.concurrency + 2);
   const orchestrator = createOrchestrator({ ...deps, locks, concurrency: o.concurrency });
@@ -493,9 +493,36 @@ function outboundPolicy(config: Config): OutboundPolicy {
   return caFile ? { ...rest, ca: readFileSync(caFile, 'utf8') } : rest;
 }
 
+/**
+ * The LLM domain: tenant settings over the install defaults, keys from the install
+ * namespace's Secrets, calls under the outbound policy. Built here only, so the API and the
+ * pipeline of one `svc serve` can share one instance (one key cache) instead of two copies.
+ */
+function composeLlm(
+  core: Core,
+  secrets: SecretStore | undefined,
+  policy: OutboundPolicy,
+): LlmService {
+  const { config } = core;
+  return createLlmService({
+    db: core.db,
+    secrets,
+    defaults: config.orchestrator.defaultLlm,
+    fetch: (url, init) => safeFetch(url, init, policy),
+    now: core.now,
+    prices: config.worker.llmPrices,
+    timeoutMs: config.worker.llmTimeoutMs,
+    logger: core.logger,
+    checkPolicy,
+    metrics: core.metrics,
+  });
+}
+
 export interface PipelineInput {
   /** The cluster holding the install's and tenants' Secrets; default the ambient kubeconfig. */
   kubeConfig?: KubeConfig | undefined;
+  /** An LLM service composed already (the API's, in `svc serve`); default a new one. */
+  llm?: LlmService | undefined;
 }
 
 /**
@@ -504,24 +531,18 @@ export interface PipelineInput {
  * tenant components (cases, analysis) resolved per job.
  */
 export function composePipeline(core: Core, input: PipelineInput = {}): PipelineService {
-  const { config, db, now } = core;
+  const { config, db } = core;
   const kubeConfig = 'kubeConfig' in input ? input.kubeConfig : loadKubeConfig();
-  const secrets = kubeConfig ? createSecretStore(kubeConfig, config.installNamespace) : undefined;
   const namespaces = kubeConfig ? createNamespaceStore(kubeConfig) : undefined;
   const policy = outboundPolicy(config);
   const outbound = (url: string, init: SafeFetchInit) => safeFetch(url, init, policy);
-  const llm = createLlmService({
-    db,
-    secrets,
-    defaults: config.orchestrator.defaultLlm,
-    fetch: outbound,
-    now,
-    prices: config.worker.llmPrices,
-    timeoutMs: config.worker.llmTimeoutMs,
-    logger: core.logger,
-    checkPolicy,
-    metrics: core.metrics,
-  });
+  const llm =
+    input.llm ??
+    composeLlm(
+      core,
+      kubeConfig ? createSecretStore(kubeConfig, config.installNamespace) : undefined,
+      policy,
+    );
   const components = createTenantComponents({
     db,
     installNamespace: config.installNamespace,
@@ -600,7 +621,7 @@ export async function composeWorkers(core: Core, input: WorkersInput = {}): Prom
 export interface OpenOptions {
   /**
    * `always` for the server roles; `embedded` for the operator commands: the embedded database
-   * is svc's own (an account can be made before the first start, issue 16 item 6), an external
+   * is svc's own (an account can be made before the first start: docs/operations.md), an external
    * one is left to `svc migrate`.
    */
   migrate?: 'always' | 'embedded';

@@ -1,6 +1,5 @@
 import { ADAPTER_BOOTSTRAP_SECRET } from '../domains/adapter/adapter-types.ts';
-import { upsertSecretRef } from '../domains/tenants/tenant-config-repository.ts';
-import { installSecretNames, restoreBootstrapSecret } from '../domains/tenants/tenant-creation.ts';
+import { installSecretNames } from '../domains/tenants/tenant-creation.ts';
 import type { Tenant } from '../domains/tenants/tenant-types.ts';
 import type { OrchestratorDeps } from './context.ts';
 import { ensureIndexerPki, INDEXER_TLS_SECRET } from './indexer-pki.ts';
@@ -11,6 +10,9 @@ import {
 } from './indexer-security.ts';
 import { ADAPTER_TOKEN_SECRET, COMPONENT_BOOTSTRAP_SECRET } from './render.ts';
 import { StepFailure } from './step-failure.ts';
+
+/** What writing the indexer's PKI and users needs. */
+type IndexerSecretDeps = Pick<OrchestratorDeps, 'namespaces' | 'now' | 'logger' | 'provisioning'>;
 
 const missing = (message: string) =>
   new StepFailure('bootstrap_secrets_written', 'install_secrets_missing', message);
@@ -24,14 +26,14 @@ const missing = (message: string) =>
  * reconciler refills a namespace it recreated.
  */
 export async function putBootstrapSecrets(
-  deps: OrchestratorDeps,
+  deps: IndexerSecretDeps & Pick<OrchestratorDeps, 'secrets' | 'tokens'>,
   tenant: Pick<Tenant, 'id'>,
   namespace: string,
 ): Promise<{ secrets: string[]; adapter_token_expires_at: string }> {
   const names = installSecretNames(tenant.id);
-  // A bootstrap Secret lost with its cluster (issue 18 item 8) is issued anew, with a fresh
+  // A bootstrap Secret lost with its cluster (docs/orchestrator.md "Creation and the cluster") is issued anew, with a fresh
   // adapter credential: the namespace it fills is being built, so nothing holds the old ones.
-  await restoreBootstrapSecret(deps, tenant.id);
+  await deps.provisioning.restoreBootstrapSecret(deps.secrets, tenant.id);
   const bundle = await deps.secrets.read(names.bootstrap);
   if (!bundle) throw missing(`Secret ${deps.secrets.namespace}/${names.bootstrap} is missing`);
   const labels = { 'managed-by': 'svc', 'tenant-id': tenant.id };
@@ -60,11 +62,11 @@ export async function putBootstrapSecrets(
     [ADAPTER_BOOTSTRAP_SECRET.purpose, ADAPTER_BOOTSTRAP_SECRET.name],
     ['adapter-token', ADAPTER_TOKEN_SECRET.name],
   ] as const;
-  await deps.db.withTenant(tenant.id, async (tx) => {
-    for (const [purpose, name] of refs) {
-      await upsertSecretRef(tx, { tenant_id: tenant.id, purpose, namespace, name });
-    }
-  });
+  await deps.provisioning.recordSecretRefs(
+    tenant.id,
+    namespace,
+    refs.map(([purpose, name]) => ({ purpose, name })),
+  );
   return {
     secrets: [...refs.map(([, name]) => name), ...indexer.secrets],
     adapter_token_expires_at: new Date(minted.claims.exp * 1000).toISOString(),
@@ -79,7 +81,7 @@ export async function putBootstrapSecrets(
  * admin password is the one svc-bootstrap already holds in the namespace.
  */
 export async function ensureIndexerSecrets(
-  deps: OrchestratorDeps,
+  deps: IndexerSecretDeps,
   tenant: Pick<Tenant, 'id'>,
   namespace: string,
 ): Promise<{ secrets: string[]; pki: 'kept' | 'issued' }> {
@@ -99,10 +101,6 @@ export async function ensureIndexerSecrets(
   }
   await ensureIndexerUsers(deps.namespaces, namespace, adminPassword, labels);
   const refs = [INDEXER_TLS_SECRET, ADAPTER_INDEXER_SECRET, INDEXER_SECURITY_SECRET];
-  await deps.db.withTenant(tenant.id, async (tx) => {
-    for (const { purpose, name } of refs) {
-      await upsertSecretRef(tx, { tenant_id: tenant.id, purpose, namespace, name });
-    }
-  });
+  await deps.provisioning.recordSecretRefs(tenant.id, namespace, refs);
   return { secrets: refs.map((r) => r.name), pki: pki.action };
 }

@@ -2,10 +2,8 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { HelmRunner } from '../cluster/helm.ts';
 import type { NamespaceStore } from '../cluster/namespaces.ts';
 import type { SecretStore } from '../cluster/secrets.ts';
-import type { AppDatabase } from '../db/pools.ts';
-import type { SystemGate } from '../db/system-gate.ts';
+import type { ProvisioningService } from '../domains/provisioning/provisioning-service.ts';
 import type { ValuesPreview } from '../domains/tenants/tenant-config.ts';
-import type { BootstrapCredentialIssuer } from '../domains/tenants/tenant-types.ts';
 import type { Logger } from '../log/index.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { TokenService } from '../tokens/index.ts';
@@ -36,8 +34,8 @@ export interface OrchestratorTiming {
 
 /** The narrow parts the orchestrator works with; tests pass the real ones in directly. */
 export interface OrchestratorDeps {
-  db: AppDatabase;
-  system: SystemGate;
+  /** Every state transition and record of the tenant (domains/provisioning): no SQL here. */
+  provisioning: ProvisioningService;
   /** Secrets in the install namespace. */
   secrets: SecretStore;
   namespaces: NamespaceStore;
@@ -45,8 +43,6 @@ export interface OrchestratorDeps {
   kubeConfig: KubeConfig;
   catalog: ChartCatalog;
   tokens: TokenService;
-  /** Re-issues a lost bootstrap Secret's adapter credential (domains/adapter). */
-  issueBootstrapCredential: BootstrapCredentialIssuer;
   install: InstallFacts;
   settings: RenderSettings;
   /**
@@ -86,7 +82,7 @@ export interface TenancyDeps {
   previewValues?: ValuesPreview | undefined;
 }
 
-export const ORCHESTRATOR_ACTOR = 'system:orchestrator';
+export { ORCHESTRATOR_ACTOR } from '../domains/provisioning/provisioning-types.ts';
 
 /**
  * The system chart's ClusterRole holding svc's rights inside one tenant namespace

@@ -1,4 +1,3 @@
-import { allocateEdgePortPair } from '../domains/provisioning/provisioning-repository.ts';
 import type { EdgePorts } from '../domains/provisioning/provisioning-types.ts';
 import type { OrchestratorDeps } from './context.ts';
 import { StepFailure } from './step-failure.ts';
@@ -19,13 +18,14 @@ const UNIQUE_VIOLATION = '23505';
  * the loser tries the next one. A tenant that already holds a pair keeps it.
  */
 export async function allocateEdgePorts(
-  deps: OrchestratorDeps,
+  deps: Pick<OrchestratorDeps, 'provisioning' | 'edgePortBase'>,
   tenantId: string,
 ): Promise<EdgePorts> {
   for (let attempt = 0; attempt < 20; attempt++) {
     try {
-      const pair = await deps.db.withoutTenant((tx) =>
-        allocateEdgePortPair(tx, tenantId, maxEdgePair(deps.edgePortBase)),
+      const pair = await deps.provisioning.allocateEdgePortPair(
+        tenantId,
+        maxEdgePair(deps.edgePortBase),
       );
       if (pair === undefined)
         throw new StepFailure(

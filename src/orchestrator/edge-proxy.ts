@@ -8,7 +8,6 @@ import {
   type V1Service,
   type V1ServicePort,
 } from '@kubernetes/client-node';
-import { edgeProxyTenants } from '../domains/provisioning/provisioning-repository.ts';
 import type { OrchestratorDeps } from './context.ts';
 import { edgePorts } from './edge-ports.ts';
 import {
@@ -33,6 +32,12 @@ import { namespaceOf } from './render.ts';
  * `lookup`), so an upgrade of the system chart does not undo svc's writes.
  */
 
+/** What keeping the proxy in line needs: the tenants holding a pair, and the cluster. */
+export type EdgeProxyDeps = Pick<
+  OrchestratorDeps,
+  'provisioning' | 'edgePortBase' | 'edgeProxy' | 'install' | 'kubeConfig' | 'logger'
+>;
+
 export const EDGE_PROXY_NAME = 'svc-edge-proxy';
 export const EDGE_PROXY_CONFIG_KEY = 'haproxy.cfg';
 export const CONFIG_SHA_ANNOTATION = 'svc.io/config-sha256';
@@ -51,8 +56,8 @@ export interface EdgeProxyOutcome {
 }
 
 /** The edge tenants as the renderer takes them: each one's monitor Service by its DNS name. */
-async function edgeTenants(deps: OrchestratorDeps): Promise<EdgeTenant[]> {
-  const rows = await deps.db.withoutTenant((tx) => edgeProxyTenants(tx));
+async function edgeTenants(deps: EdgeProxyDeps): Promise<EdgeTenant[]> {
+  const rows = await deps.provisioning.edgeProxyTenants();
   return rows.map((row) => {
     const namespace = namespaceOf(row.slug);
     return {
@@ -99,7 +104,7 @@ function missing(error: unknown, kind: string, namespace: string): unknown {
  * the resourceVersion read: a writer that saw an older tenant set loses with 409 to the one
  * that wrote after it, and tries again with the newer set.
  */
-async function attempt(deps: OrchestratorDeps): Promise<EdgeProxyOutcome> {
+async function attempt(deps: EdgeProxyDeps): Promise<EdgeProxyOutcome> {
   const namespace = deps.install.namespace;
   const core = deps.kubeConfig.makeApiClient(CoreV1Api);
   const apps = deps.kubeConfig.makeApiClient(AppsV1Api);
@@ -151,7 +156,7 @@ async function attempt(deps: OrchestratorDeps): Promise<EdgeProxyOutcome> {
   return outcome;
 }
 
-async function syncNow(deps: OrchestratorDeps): Promise<EdgeProxyOutcome> {
+async function syncNow(deps: EdgeProxyDeps): Promise<EdgeProxyOutcome> {
   for (let n = 1; ; n++) {
     try {
       return await attempt(deps);
@@ -170,7 +175,7 @@ const queues = new Map<string, Promise<unknown>>();
  * repairs a hand edit). Throws when the cluster refuses; the caller logs and the next pass
  * tries again.
  */
-export function syncEdgeProxy(deps: OrchestratorDeps): Promise<EdgeProxyOutcome | undefined> {
+export function syncEdgeProxy(deps: EdgeProxyDeps): Promise<EdgeProxyOutcome | undefined> {
   if (!deps.edgeProxy.enabled) return Promise.resolve(undefined);
   const key = deps.install.namespace;
   const previous = queues.get(key) ?? Promise.resolve();
@@ -186,7 +191,7 @@ export function syncEdgeProxy(deps: OrchestratorDeps): Promise<EdgeProxyOutcome 
 
 /** For the lifecycle hooks: a failed sync is logged, never fails the tenant's own flow. */
 export async function syncEdgeProxyAfter(
-  deps: OrchestratorDeps,
+  deps: EdgeProxyDeps,
   reason: string,
   tenantId: string,
 ): Promise<void> {
@@ -202,11 +207,11 @@ export async function syncEdgeProxyAfter(
 }
 
 /**
- * The reconcile pass's part (issue 18 item 7's rhythm: on start and every
+ * The reconcile pass's part (the reconciliation's rhythm: on start and every
  * SVC_RECONCILE_INTERVAL): anything written here differed from what svc rendered — a hand
  * edit, a lost write — and is reported as drift the pass repaired.
  */
-export async function reconcileEdgeProxy(deps: OrchestratorDeps): Promise<void> {
+export async function reconcileEdgeProxy(deps: EdgeProxyDeps): Promise<void> {
   const outcome = await syncEdgeProxy(deps);
   if (!outcome) return;
   const repaired = outcome.config === 'written' || outcome.service === 'written';

@@ -3,10 +3,9 @@ import pg from 'pg';
 import { ConfigError, type InstallConfig } from '../config/index.ts';
 import { clientConfig, type DatabaseTarget } from '../db/target.ts';
 import {
-  ensureOrganization,
+  installRecord,
   type OrganizationRow,
-  renameOrganization,
-} from '../domains/provisioning/provisioning-repository.ts';
+} from '../domains/provisioning/provisioning-service.ts';
 
 export interface InstallRecord {
   msspId: string;
@@ -29,7 +28,7 @@ export async function ensureInstall(
   const client = new pg.Client(clientConfig(target, 'admin'));
   await client.connect();
   try {
-    const row = await ensureOrganization(client, {
+    const row = await installRecord.ensure(client, {
       mssp_id: config.msspId ?? randomUUID(),
       mssp_name: config.msspName,
       install_id: config.installId ?? randomUUID(),
@@ -38,7 +37,7 @@ export async function ensureInstall(
     if (!row) throw new Error('organization row missing after insert');
     assertSameInstall(config, row);
     if (row.mssp_name !== config.msspName || row.install_label !== config.installLabel) {
-      await renameOrganization(client, {
+      await installRecord.rename(client, {
         mssp_name: config.msspName,
         install_label: config.installLabel,
       });

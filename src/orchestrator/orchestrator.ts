@@ -1,9 +1,3 @@
-import type { InstallTx } from '../db/tenant-context.ts';
-import {
-  dueWork,
-  reconcilableTenantIds,
-  tokenHoldingTenantIds,
-} from '../domains/provisioning/provisioning-repository.ts';
 import type { WorkKind } from '../domains/provisioning/provisioning-types.ts';
 import { advanceConfigChange } from './config-rollout.ts';
 import type { OrchestratorDeps } from './context.ts';
@@ -52,13 +46,11 @@ export function createOrchestrator(
 
   function candidates(): Promise<Candidate[]> {
     const { timing } = deps;
-    return deps.db.withoutTenant((tx) =>
-      dueWork(tx, {
-        now: deps.now(),
-        graceMs: timing.decommissionGraceMs,
-        retentionMs: timing.retentionMs,
-      }),
-    );
+    return deps.provisioning.dueWork({
+      now: deps.now(),
+      graceMs: timing.decommissionGraceMs,
+      retentionMs: timing.retentionMs,
+    });
   }
 
   async function work(candidate: Candidate): Promise<void> {
@@ -138,11 +130,11 @@ export function createOrchestrator(
    * without stopping the others.
    */
   async function eachLockedTenant(
-    select: (tx: InstallTx) => Promise<string[]>,
+    select: () => Promise<string[]>,
     work: (id: string) => Promise<unknown>,
     failure: string,
   ): Promise<void> {
-    const ids = await deps.db.withoutTenant(select);
+    const ids = await select();
     for (const id of ids) {
       if (abort.signal.aborted) return;
       const release = await deps.locks.tryAcquire(id);
@@ -158,15 +150,15 @@ export function createOrchestrator(
   }
 
   /**
-   * Orphaned creation Secrets first (issue 18 item 6), then each tenant against the cluster,
-   * then the edge proxy against the tenants holding a port pair (issue 15).
+   * Orphaned creation Secrets first, then each tenant against the cluster, then the edge proxy
+   * against the tenants holding a port pair (docs/orchestrator.md "Reconciliation").
    */
   async function reconcileAll(): Promise<void> {
     await collectOrphanSecrets(deps).catch((error) =>
       deps.logger.warn({ err: error }, 'orphan Secret collection failed; retried later'),
     );
     await eachLockedTenant(
-      reconcilableTenantIds,
+      deps.provisioning.reconcilableTenantIds,
       (id) => reconcileTenant(deps, id),
       'reconciliation failed; retried later',
     );
@@ -194,7 +186,7 @@ export function createOrchestrator(
 
   function refreshTokens(): Promise<void> {
     return eachLockedTenant(
-      tokenHoldingTenantIds,
+      deps.provisioning.tokenHoldingTenantIds,
       (id) => refreshAdapterToken(deps, id),
       'adapter token refresh failed; retried later',
     );
@@ -214,7 +206,7 @@ export function createOrchestrator(
         );
       }, tokenCheck);
       tokenTimer.unref();
-      // On start: the cluster may have changed while svc was down (issue 18 item 7).
+      // On start: the cluster may have changed while svc was down (docs/orchestrator.md "Reconciliation").
       void reconcile();
       // At least a second apart: `SVC_RECONCILE_INTERVAL=0s` must not become a busy loop.
       reconcileTimer = setInterval(scheduledReconcile, Math.max(1_000, deps.timing.reconcileMs));

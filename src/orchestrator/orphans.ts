@@ -1,7 +1,6 @@
 import { isCanonicalUuid } from '../../contracts/uuid.ts';
 import type { SecretStore } from '../cluster/secrets.ts';
-import type { AppDatabase } from '../db/pools.ts';
-import { existingTenantIds } from '../domains/provisioning/provisioning-repository.ts';
+import type { ProvisioningService } from '../domains/provisioning/provisioning-service.ts';
 import { installSecretNames } from '../domains/tenants/tenant-creation.ts';
 import type { Logger } from '../log/index.ts';
 
@@ -21,7 +20,12 @@ export const ORPHAN_GRACE_MS = 15 * 60_000;
  * Secret recreated meanwhile survives. Returns the names removed.
  */
 export async function collectOrphanSecrets(
-  deps: { db: AppDatabase; secrets: SecretStore; now: () => Date; logger: Logger },
+  deps: {
+    provisioning: Pick<ProvisioningService, 'existingTenantIds'>;
+    secrets: SecretStore;
+    now: () => Date;
+    logger: Logger;
+  },
   graceMs: number = ORPHAN_GRACE_MS,
 ): Promise<string[]> {
   const candidates = (await deps.secrets.list('managed-by=svc,tenant-id')).filter((s) => {
@@ -34,7 +38,7 @@ export async function collectOrphanSecrets(
   });
   if (candidates.length === 0) return [];
   const ids = [...new Set(candidates.map((s) => s.labels['tenant-id'] ?? ''))];
-  const existing = await deps.db.withoutTenant((tx) => existingTenantIds(tx, ids));
+  const existing = await deps.provisioning.existingTenantIds(ids);
   const removed: string[] = [];
   for (const secret of candidates) {
     if (existing.has(secret.labels['tenant-id'] ?? '')) continue;

@@ -1,18 +1,17 @@
 import { SERVICE_IDENTITY_BINDING } from '../cluster/namespaces.ts';
+import { nextStep } from '../domains/provisioning/provisioning-steps.ts';
 import type { ProvisioningStep } from '../domains/provisioning/provisioning-types.ts';
-import { findTenant } from '../domains/tenants/tenant-repository.ts';
 import type { Tenant } from '../domains/tenants/tenant-types.ts';
 import { putBootstrapSecrets } from './bootstrap-secrets.ts';
-import { ORCHESTRATOR_ACTOR, type OrchestratorDeps, tenantClusterRole } from './context.ts';
+import { type OrchestratorDeps, tenantClusterRole } from './context.ts';
 import { allocateEdgePorts } from './edge-ports.ts';
 import { syncEdgeProxyAfter } from './edge-proxy.ts';
 import { awaitReadiness } from './readiness.ts';
-import { installPackage, storedConfig } from './release.ts';
+import { installPackage } from './release.ts';
 import { namespaceLabels, namespaceOf } from './render.ts';
 import { failProvisioning } from './rollback.ts';
 import { bindServiceIdentity } from './service-identity.ts';
 import { describeFailure, StepFailure } from './step-failure.ts';
-import { completedSteps, nextStep, recordStep } from './steps.ts';
 
 /**
  * Drives one tenant as far as it can go now: the remaining provisioning steps of a pending
@@ -27,11 +26,11 @@ export async function advanceProvisioning(
 ): Promise<void> {
   for (;;) {
     signal.throwIfAborted();
-    const tenant = await deps.db.withoutTenant((tx) => findTenant(tx, tenantId));
+    const tenant = await deps.provisioning.find(tenantId);
     if (!tenant) return;
     if (tenant.state === 'provisioning') return awaitReadiness(deps, tenant, signal);
     if (tenant.state !== 'pending' || tenant.error_details !== null) return;
-    const done = await deps.db.withTenant(tenantId, (tx) => completedSteps(tx, tenantId));
+    const done = await deps.provisioning.completedSteps(tenantId);
     const step = nextStep(done);
     if (step === undefined || step === 'package_ready') return; // transition already made
     try {
@@ -96,7 +95,11 @@ async function runStep(
 }
 
 /** The namespace with svc's labels, and svc's rights inside it. */
-async function createNamespace(deps: OrchestratorDeps, tenant: Tenant, namespace: string) {
+async function createNamespace(
+  deps: Pick<OrchestratorDeps, 'namespaces' | 'install'>,
+  tenant: Tenant,
+  namespace: string,
+) {
   const outcome = await deps.namespaces.ensure(namespace, namespaceLabels(tenant.id, deps.install));
   const binding = await bindServiceIdentity(deps, namespace);
   return {
@@ -111,19 +114,20 @@ async function createNamespace(deps: OrchestratorDeps, tenant: Tenant, namespace
 }
 
 /** Only a tenant whose monitor ingress goes through the edge proxy gets a port pair. */
-async function edgePortsFor(deps: OrchestratorDeps, tenantId: string) {
-  const config = await deps.db.withTenant(tenantId, (tx) => storedConfig(tx, tenantId));
+async function edgePortsFor(
+  deps: Pick<OrchestratorDeps, 'provisioning' | 'edgePortBase'>,
+  tenantId: string,
+) {
+  const config = await deps.provisioning.storedConfig(tenantId);
   if (config.monitor_ingress?.mode !== 'edge-proxy') return { mode: 'loadbalancer', ports: null };
   return { mode: 'edge-proxy', ports: await allocateEdgePorts(deps, tenantId) };
 }
 
-async function record(
-  deps: OrchestratorDeps,
+function record(
+  deps: Pick<OrchestratorDeps, 'provisioning'>,
   tenantId: string,
   step: ProvisioningStep,
   details: Record<string, unknown>,
 ): Promise<void> {
-  await deps.db.withTenant(tenantId, (tx) =>
-    recordStep(tx, tenantId, step, ORCHESTRATOR_ACTOR, details),
-  );
+  return deps.provisioning.recordStep(tenantId, step, details);
 }

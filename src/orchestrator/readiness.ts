@@ -1,15 +1,10 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { readinessReport } from '../cluster/namespaces.ts';
-import type { TenantTx } from '../db/tenant-context.ts';
-import { writeAudit } from '../domains/audit/audit-repository.ts';
-import { heartbeatBeforeReady } from '../domains/provisioning/provisioning-repository.ts';
-import { tryTransition } from '../domains/tenants/tenant-lifecycle.ts';
 import type { Tenant } from '../domains/tenants/tenant-types.ts';
-import { ORCHESTRATOR_ACTOR, type OrchestratorDeps } from './context.ts';
+import type { OrchestratorDeps } from './context.ts';
 import { namespaceOf } from './render.ts';
 import { failProvisioning } from './rollback.ts';
 import { StepFailure } from './step-failure.ts';
-import { completedSteps, recordStep } from './steps.ts';
 
 export type Readiness = Awaited<ReturnType<typeof readinessReport>>;
 
@@ -35,7 +30,7 @@ export async function awaitReadiness(
   tenant: Tenant,
   signal: AbortSignal,
 ): Promise<void> {
-  const done = await deps.db.withTenant(tenant.id, (tx) => completedSteps(tx, tenant.id));
+  const done = await deps.provisioning.completedSteps(tenant.id);
   const deadline = tenant.state_changed_at.getTime() + deps.timing.readinessTimeoutMs;
   if (done.has('package_ready')) return awaitHeartbeat(deps, tenant, deadline);
   const namespace = namespaceOf(tenant.slug);
@@ -49,7 +44,10 @@ export async function awaitReadiness(
       deps.logger.warn({ err: error, tenant_id: tenant.id }, 'readiness read failed; retrying');
     }
     if (report && report.workloads.length > 0 && lastPending.length === 0) {
-      await markReady(deps, tenant, report);
+      await deps.provisioning.markReady(tenant, {
+        workloads: report.workloads.length,
+        volumes: report.pvcs.length,
+      });
       deps.metrics.provisioningStep('package_ready', 'success', waited(deps, tenant));
       return;
     }
@@ -72,7 +70,7 @@ export async function awaitReadiness(
  * The readiness wait, counted from the tenant's entry into `provisioning` (spans restarts,
  * like the deadline).
  */
-function waited(deps: OrchestratorDeps, tenant: Tenant): number {
+function waited(deps: Pick<OrchestratorDeps, 'now'>, tenant: Tenant): number {
   return Math.max(0, deps.now().getTime() - tenant.state_changed_at.getTime()) / 1000;
 }
 
@@ -84,9 +82,7 @@ async function awaitHeartbeat(
 ): Promise<void> {
   // A heartbeat that found the tenant locked (this orchestrator recording readiness) was
   // noted instead of activating: complete it here.
-  const activated = await deps.db.withTenant(tenant.id, (tx) =>
-    activateFromNotedHeartbeat(tx, tenant),
-  );
+  const activated = await deps.provisioning.activateFromNotedHeartbeat(tenant);
   if (activated) return;
   // §3.1 row 3 needs the heartbeat within the same timeout: a package that is Ready but
   // whose adapter never reports is not a working tenant.
@@ -97,51 +93,4 @@ async function awaitHeartbeat(
     `package Ready but no adapter heartbeat within ${seconds(deps.timing.readinessTimeoutMs)} s`,
   );
   await failProvisioning(deps, tenant, failure);
-}
-
-/**
- * Records readiness; if the adapter has already been heard from while provisioning, its
- * heartbeat completes the activation now (spec §3.1 row 3 needs both).
- */
-async function markReady(deps: OrchestratorDeps, tenant: Tenant, report: Readiness): Promise<void> {
-  await deps.db.withTenant(tenant.id, async (tx) => {
-    await recordStep(tx, tenant.id, 'package_ready', ORCHESTRATOR_ACTOR, {
-      workloads: report.workloads.length,
-      volumes: report.pvcs.length,
-    });
-    await activateFromNotedHeartbeat(tx, tenant);
-  });
-}
-
-/**
- * Spec §3.1 row 3 with the heartbeat first: the adapter was heard from during this
- * provisioning attempt (`heartbeat_before_ready`), so recording readiness activates the tenant.
- * The caller holds the tenant's lock and has recorded `package_ready`.
- */
-async function activateFromNotedHeartbeat(tx: TenantTx, tenant: Tenant): Promise<boolean> {
-  const beat = await heartbeatBeforeReady(tx, tenant.id, tenant.state_changed_at);
-  if (!beat) return false;
-  const moved = await tryTransition(tx, {
-    tenantId: tenant.id,
-    trigger: 'adapter_heartbeat',
-    actor: 'adapter',
-    details: {
-      adapter_version: beat.details.adapter_version,
-      heartbeat_at: beat.occurred_at.toISOString(),
-      completed_by: 'package_ready',
-    },
-  });
-  if (!moved) return false;
-  await writeAudit(tx, {
-    tenantId: tenant.id,
-    actorPrincipal: 'System',
-    actorId: ORCHESTRATOR_ACTOR,
-    action: 'tenant.activate',
-    resourceType: 'tenant',
-    resourceId: tenant.id,
-    before: { state: 'provisioning' },
-    after: { state: 'active' },
-    details: { adapter_version: beat.details.adapter_version },
-  });
-  return true;
 }

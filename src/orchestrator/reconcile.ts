@@ -1,18 +1,12 @@
 import { ApiException, CoreV1Api } from '@kubernetes/client-node';
-import {
-  lockDrift,
-  secretRefNames,
-  setDrift,
-} from '../domains/provisioning/provisioning-repository.ts';
-import { findTenant, insertLifecycleEvent } from '../domains/tenants/tenant-repository.ts';
+import type { Drift, DriftFinding } from '../domains/provisioning/provisioning-types.ts';
 import type { Tenant } from '../domains/tenants/tenant-types.ts';
 import { putBootstrapSecrets } from './bootstrap-secrets.ts';
-import { ORCHESTRATOR_ACTOR, type OrchestratorDeps } from './context.ts';
+import type { OrchestratorDeps } from './context.ts';
 import { installRelease, RELEASE_NAME } from './release.ts';
 import { namespaceLabels, namespaceOf } from './render.ts';
 import { bindServiceIdentity } from './service-identity.ts';
 import { shortMessage } from './step-failure.ts';
-import { completedSteps } from './steps.ts';
 
 /**
  * What the cluster holds under a tenant's namespace name: nothing, svc's namespace for this
@@ -22,7 +16,7 @@ import { completedSteps } from './steps.ts';
 export type NamespaceOwnership = 'absent' | 'ours' | 'terminating' | 'foreign';
 
 export async function inspectNamespace(
-  deps: OrchestratorDeps,
+  deps: Pick<OrchestratorDeps, 'kubeConfig' | 'install'>,
   tenant: Pick<Tenant, 'id' | 'slug'>,
 ): Promise<NamespaceOwnership> {
   const core = deps.kubeConfig.makeApiClient(CoreV1Api);
@@ -41,23 +35,10 @@ export async function inspectNamespace(
   return terminating ? 'terminating' : 'ours';
 }
 
-/** One difference between svc's record and the cluster, and what the reconciler did about it. */
-export interface DriftFinding {
-  object: 'namespace' | 'release' | 'install_secret';
-  name: string;
-  problem: 'missing' | 'foreign' | 'terminating' | 'not_deployed';
-  /** `none` when svc may not or cannot repair it (the reason is in `detail`). */
-  repair: 'recreated' | 'reinstalled' | 'none' | 'failed';
-  detail?: string;
-}
-
-export interface Drift {
-  detected_at: string;
-  findings: DriftFinding[];
-}
+export type { Drift, DriftFinding };
 
 /**
- * Issue 18 item 7: compares one tenant's expected objects with the cluster, repairs what is
+ * Reconciliation (docs/orchestrator.md): compares one tenant's expected objects with the cluster, repairs what is
  * safe, and records the outcome. The caller holds the tenant's lock.
  *
  * Checked: for an `active` tenant the namespace (and svc's labels on it), the release and the
@@ -73,14 +54,14 @@ export async function reconcileTenant(
   deps: OrchestratorDeps,
   tenantId: string,
 ): Promise<Drift | null> {
-  const tenant = await deps.db.withoutTenant((tx) => findTenant(tx, tenantId));
+  const tenant = await deps.provisioning.find(tenantId);
   if (!tenant) return null;
   const failedPending = tenant.state === 'pending' && tenant.error_details !== null;
   if (tenant.state !== 'active' && !failedPending) return null;
-  const { refs, createdNamespace } = await deps.db.withTenant(tenant.id, async (tx) => ({
-    refs: await secretRefNames(tx, tenant.id, deps.secrets.namespace),
-    createdNamespace: (await completedSteps(tx, tenant.id)).has('namespace_created'),
-  }));
+  const { refs, createdNamespace } = await deps.provisioning.reconcileFacts(
+    tenant.id,
+    deps.secrets.namespace,
+  );
   const findings: DriftFinding[] = [];
   for (const name of refs) {
     if ((await deps.secrets.read(name)) === undefined) {
@@ -177,40 +158,27 @@ async function checkPackage(
   return findings;
 }
 
-/** What makes two passes' findings the same drift (the detail text may vary). */
-function signature(findings: readonly DriftFinding[]): string {
-  return JSON.stringify(findings.map((f) => [f.object, f.name, f.problem, f.repair]));
-}
-
 /**
- * Stores the finding on the tenant (`drift`, shown by the API) and writes a `drift` lifecycle
- * event (→ the tenant's event stream) when it changed (new drift, different drift, the cluster
- * matching again: `findings: []`) or when svc repaired something. An unchanged, unrepaired
- * finding writes nothing, so a drift nobody fixes does not flood the stream.
+ * The provisioning service keeps the finding (and its lifecycle event) when it changed or svc
+ * repaired something; the log says so then, and only then.
  */
 async function recordDrift(
-  deps: OrchestratorDeps,
+  deps: Pick<OrchestratorDeps, 'provisioning' | 'now' | 'logger'>,
   tenant: Tenant,
   findings: DriftFinding[],
 ): Promise<Drift | null> {
-  return deps.db.withTenant(tenant.id, async (tx) => {
-    const stored = (await lockDrift(tx, tenant.id)) as Drift | null;
-    const repaired = findings.some((f) => f.repair === 'recreated' || f.repair === 'reinstalled');
-    if (!repaired && signature(stored?.findings ?? []) === signature(findings)) return stored;
-    const drift =
-      findings.length === 0 ? null : { detected_at: deps.now().toISOString(), findings };
-    await setDrift(tx, tenant.id, drift);
+  const { drift, changed, previous } = await deps.provisioning.recordDrift(
+    tenant,
+    findings,
+    deps.now(),
+  );
+  if (changed) {
     deps.logger.warn(
-      { tenant_id: tenant.id, findings, previous: stored?.findings ?? [] },
+      { tenant_id: tenant.id, findings, previous },
       findings.length === 0
         ? 'tenant matches the cluster again'
         : 'tenant drifted from the cluster',
     );
-    await insertLifecycleEvent(tx, tenant.id, {
-      kind: 'drift',
-      actor: ORCHESTRATOR_ACTOR,
-      details: { state: tenant.state, findings, resolved: findings.length === 0 },
-    });
-    return drift;
-  });
+  }
+  return drift;
 }

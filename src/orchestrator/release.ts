@@ -1,40 +1,19 @@
-import type { TenantTx } from '../db/tenant-context.ts';
-import { writeAudit } from '../domains/audit/audit-repository.ts';
-import {
-  configRevisionDetails,
-  setChartVersion,
-  supportedChartVersions,
-} from '../domains/provisioning/provisioning-repository.ts';
-import type { EdgePorts } from '../domains/provisioning/provisioning-types.ts';
-import { transition } from '../domains/tenants/tenant-lifecycle.ts';
-import type { StoredConfig, Tenant } from '../domains/tenants/tenant-types.ts';
-import { ORCHESTRATOR_ACTOR, type OrchestratorDeps } from './context.ts';
+import type { Tenant } from '../domains/tenants/tenant-types.ts';
+import type { OrchestratorDeps } from './context.ts';
 import { renderTenantValues } from './render.ts';
 import { StepFailure } from './step-failure.ts';
-import { completedSteps, recordStep } from './steps.ts';
 
 export const RELEASE_NAME = 'svc-tenant';
 
-/**
- * The configuration of `revision`, by default the applied one (a revision rolling out or
- * rolled back is never rendered for anything else); every tenant svc created has revision 1.
- */
-export async function storedConfig(
-  tx: TenantTx,
-  tenantId: string,
-  revision?: number,
-): Promise<StoredConfig> {
-  const config = (await configRevisionDetails(tx, tenantId, revision))?.config;
-  if (!config)
-    throw new Error(`tenant ${tenantId} has no configuration revision ${revision ?? ''}`);
-  return config as StoredConfig;
-}
-
 /** The chart version a new tenant gets: the newest the matrix supports for this svc. */
-export async function installableVersion(deps: OrchestratorDeps): Promise<string> {
-  const supported = await deps.db.withoutTenant((tx) =>
-    supportedChartVersions(tx, deps.systemVersion),
-  );
+/** What choosing the version needs: the matrix (through the service) and the catalog. */
+export type VersionDeps = Pick<
+  OrchestratorDeps,
+  'provisioning' | 'systemVersion' | 'installVersion' | 'catalog'
+>;
+
+export async function installableVersion(deps: VersionDeps): Promise<string> {
+  const supported = await deps.provisioning.supportedChartVersions(deps.systemVersion);
   const version = deps.installVersion
     ? supported.has(deps.installVersion) && deps.catalog.get(deps.installVersion)
       ? deps.installVersion
@@ -58,8 +37,14 @@ export async function installableVersion(deps: OrchestratorDeps): Promise<string
  * The chart of `version` and the tenant's values for it, as stored and allocated so far: from
  * the applied configuration revision, or from `revision` (a configuration change rolling out).
  */
+/** What rendering a tenant's values needs. */
+export type RenderDeps = Pick<
+  OrchestratorDeps,
+  'catalog' | 'provisioning' | 'install' | 'settings'
+>;
+
 export async function renderFor(
-  deps: OrchestratorDeps,
+  deps: RenderDeps,
   tenant: Tenant,
   version: string,
   revision?: number,
@@ -71,13 +56,7 @@ export async function renderFor(
       'chart_unknown',
       `tenant chart ${version} is not available`,
     );
-  const { config, ports } = await deps.db.withTenant(tenant.id, async (tx) => ({
-    config: await storedConfig(tx, tenant.id, revision),
-    ports: (await completedSteps(tx, tenant.id)).get('edge_ports_allocated')?.details.ports as
-      | EdgePorts
-      | null
-      | undefined,
-  }));
+  const { config, ports } = await deps.provisioning.renderInputs(tenant.id, revision);
   const values = renderTenantValues({
     // The revision's display name: the row takes it only once the revision is applied.
     tenant: { id: tenant.id, slug: tenant.slug, displayName: config.display_name },
@@ -94,7 +73,7 @@ export async function renderFor(
 
 /** `helm install` (no wait) of `version` with the tenant's values; returns the revision. */
 export async function installRelease(
-  deps: OrchestratorDeps,
+  deps: RenderDeps & Pick<OrchestratorDeps, 'helm' | 'timing'>,
   tenant: Tenant,
   namespace: string,
   version: string,
@@ -116,7 +95,7 @@ export async function installRelease(
  * is adopted when deployed, and removed first when it is half-made.
  */
 export async function installPackage(
-  deps: OrchestratorDeps,
+  deps: VersionDeps & RenderDeps & Pick<OrchestratorDeps, 'helm' | 'timing'>,
   tenant: Tenant,
   namespace: string,
 ): Promise<void> {
@@ -134,39 +113,10 @@ export async function installPackage(
   if (existing?.status !== 'deployed') {
     revision = await installRelease(deps, tenant, namespace, version);
   }
-  await deps.db.withTenant(tenant.id, (tx) =>
-    recordInstalled(tx, tenant.id, { namespace, version, revision }),
-  );
-}
-
-/** The package is in: the tenant moves to `provisioning` (spec §3.1 row 2). */
-async function recordInstalled(
-  tx: TenantTx,
-  tenantId: string,
-  installed: { namespace: string; version: string; revision: number | undefined },
-): Promise<void> {
-  const { namespace, version, revision } = installed;
-  await recordStep(tx, tenantId, 'package_installed', ORCHESTRATOR_ACTOR, {
+  await deps.provisioning.recordInstalled(tenant.id, {
     namespace,
     release: RELEASE_NAME,
-    chart_version: version,
-    revision,
-  });
-  await setChartVersion(tx, tenantId, version);
-  await transition(tx, {
-    tenantId,
-    trigger: 'package_installed',
-    actor: ORCHESTRATOR_ACTOR,
-    details: { chart_version: version, namespace },
-  });
-  await writeAudit(tx, {
-    tenantId,
-    actorPrincipal: 'System',
-    actorId: ORCHESTRATOR_ACTOR,
-    action: 'tenant.provision',
-    resourceType: 'tenant',
-    resourceId: tenantId,
-    before: { state: 'pending' },
-    after: { state: 'provisioning', chart_version: version },
+    version,
+    ...(revision === undefined ? {} : { revision }),
   });
 }

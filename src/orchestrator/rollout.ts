@@ -1,15 +1,9 @@
 import type { TenantValues } from '../../contracts/tenant-values.ts';
+import type { RolloutOutcome } from '../domains/provisioning/provisioning-types.ts';
 import type { OrchestratorDeps } from './context.ts';
 import { RELEASE_NAME } from './release.ts';
 
-export type RolloutOutcome =
-  | { ok: true }
-  | {
-      ok: false;
-      error: string;
-      /** The release revision rolled back to; null when the release was never changed. */
-      rolledBackTo: number | null;
-    };
+export type { RolloutOutcome };
 
 const messageOf = (error: unknown) =>
   error instanceof Error ? error.message.slice(0, 2000) : String(error);
@@ -22,7 +16,7 @@ const messageOf = (error: unknown) =>
  * cannot be written) has not touched the release, so nothing is rolled back.
  */
 export async function rollOut(
-  deps: OrchestratorDeps,
+  deps: Pick<OrchestratorDeps, 'helm' | 'timing'>,
   namespace: string,
   prepare: () => Promise<{ chart: { path: string }; values: TenantValues }>,
   signal: AbortSignal,

@@ -5,9 +5,7 @@ import { createHelmRunner } from '../cluster/helm.ts';
 import { createNamespaceStore } from '../cluster/namespaces.ts';
 import type { SecretStore } from '../cluster/secrets.ts';
 import type { Config } from '../config/index.ts';
-import type { AppDatabase } from '../db/pools.ts';
-import type { SystemGate } from '../db/system-gate.ts';
-import { issueBootstrapCredential } from '../domains/adapter/adapter-service.ts';
+import type { ProvisioningService } from '../domains/provisioning/provisioning-service.ts';
 import type { Logger } from '../log/index.ts';
 import { type Metrics, NO_METRICS } from '../metrics/metrics.ts';
 import type { TokenService } from '../tokens/index.ts';
@@ -31,8 +29,7 @@ export interface OrchestratorParts {
   config: Pick<Config, 'installNamespace' | 'serviceAccount' | 'orchestrator'>;
   install: Pick<InstallRecord, 'msspId' | 'installId'>;
   catalog: ChartCatalog;
-  db: AppDatabase;
-  system: SystemGate;
+  provisioning: ProvisioningService;
   tokens: TokenService;
   kubeConfig: KubeConfig;
   secrets: SecretStore;
@@ -51,8 +48,7 @@ export function orchestratorDeps(parts: OrchestratorParts): OrchestratorDeps {
   const { config } = parts;
   const o = config.orchestrator;
   return {
-    db: parts.db,
-    system: parts.system,
+    provisioning: parts.provisioning,
     secrets: parts.secrets,
     namespaces: createNamespaceStore(parts.kubeConfig),
     helm: createHelmRunner({
@@ -62,7 +58,6 @@ export function orchestratorDeps(parts: OrchestratorParts): OrchestratorDeps {
     kubeConfig: parts.kubeConfig,
     catalog: parts.catalog,
     tokens: parts.tokens,
-    issueBootstrapCredential,
     install: {
       msspId: parts.install.msspId,
       installId: parts.install.installId,

@@ -6,7 +6,10 @@ import { type OrchestratorDeps, tenantClusterRole } from './context.ts';
  * call never meets a transient 403. Idempotent: every operation on an existing tenant namespace
  * calls it first, which also repairs a binding someone removed. Deleting the namespace deletes it.
  */
-export function bindServiceIdentity(deps: OrchestratorDeps, namespace: string) {
+export function bindServiceIdentity(
+  deps: Pick<OrchestratorDeps, 'namespaces' | 'install'>,
+  namespace: string,
+) {
   return deps.namespaces.bindServiceIdentity(namespace, {
     serviceAccount: deps.install.serviceAccount,
     installNamespace: deps.install.namespace,

@@ -1,14 +1,8 @@
 import { AppsV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import {
-  type DataPlane,
-  findDataPlane,
-  setDataPlane,
-} from '../domains/tenants/suspension-repository.ts';
-import { findTenant } from '../domains/tenants/tenant-repository.ts';
-import { ORCHESTRATOR_ACTOR, type OrchestratorDeps } from './context.ts';
+import type { ScaledWorkload } from '../domains/provisioning/provisioning-types.ts';
+import type { OrchestratorDeps } from './context.ts';
 import { namespaceOf } from './render.ts';
 import { bindServiceIdentity } from './service-identity.ts';
-import { recordStep } from './steps.ts';
 
 /**
  * Where a suspended workload keeps the replica count it had, for the resume: on the object
@@ -29,12 +23,7 @@ interface Workload {
   saved: number | undefined;
 }
 
-/** One scaled workload, as the lifecycle step records it. */
-export interface ScaledWorkload {
-  kind: Kind;
-  name: string;
-  replicas: number;
-}
+export type { ScaledWorkload };
 
 interface Meta {
   metadata?: { name?: string; annotations?: Record<string, string> };
@@ -57,7 +46,7 @@ function workload(kind: Kind, o: Meta): Workload {
  * The tenant namespace's workloads through the scale subresource (RBAC: `deployments/scale`,
  * `statefulsets/scale`), so svc never rewrites a spec helm owns.
  */
-function workloadsIn(deps: OrchestratorDeps, namespace: string) {
+function workloadsIn(deps: Pick<OrchestratorDeps, 'kubeConfig'>, namespace: string) {
   const apps = deps.kubeConfig.makeApiClient(AppsV1Api);
   return {
     async list(): Promise<Workload[]> {
@@ -100,10 +89,16 @@ function workloadsIn(deps: OrchestratorDeps, namespace: string) {
  * again, and a resume that comes meanwhile restores what was already scaled. Each workload is
  * idempotent: an annotation already there is the count to keep (a re-run must not save 0).
  */
-export async function advanceSuspension(deps: OrchestratorDeps, tenantId: string): Promise<void> {
-  const tenant = await deps.db.withoutTenant((tx) => findTenant(tx, tenantId));
+/** What suspending or resuming a data plane needs. */
+type DataPlaneDeps = Pick<
+  OrchestratorDeps,
+  'provisioning' | 'kubeConfig' | 'namespaces' | 'install'
+>;
+
+export async function advanceSuspension(deps: DataPlaneDeps, tenantId: string): Promise<void> {
+  const tenant = await deps.provisioning.find(tenantId);
   if (tenant?.state !== 'suspended') return;
-  await deps.db.withoutTenant((tx) => setDataPlane(tx, tenantId, 'stopping'));
+  await deps.provisioning.beginSuspension(tenantId);
   const namespace = namespaceOf(tenant.slug);
   await bindServiceIdentity(deps, namespace);
   const cluster = workloadsIn(deps, namespace);
@@ -114,7 +109,12 @@ export async function advanceSuspension(deps: OrchestratorDeps, tenantId: string
     if (w.replicas !== 0) await cluster.scale(w, 0);
     scaled.push({ kind: w.kind, name: w.name, replicas: keep });
   }
-  await finish(deps, tenantId, 'suspended', 'stopped', 'data_plane_suspended', scaled);
+  await deps.provisioning.finishDataPlane(tenantId, {
+    state: 'suspended',
+    dataPlane: 'stopped',
+    step: 'data_plane_suspended',
+    workloads: scaled,
+  });
 }
 
 /**
@@ -122,8 +122,8 @@ export async function advanceSuspension(deps: OrchestratorDeps, tenantId: string
  * loses the annotation (a re-run after a crash finds the rest still annotated). Workloads
  * without it were never scaled by svc and are left alone.
  */
-export async function advanceResume(deps: OrchestratorDeps, tenantId: string): Promise<void> {
-  const tenant = await deps.db.withoutTenant((tx) => findTenant(tx, tenantId));
+export async function advanceResume(deps: DataPlaneDeps, tenantId: string): Promise<void> {
+  const tenant = await deps.provisioning.find(tenantId);
   if (tenant?.state !== 'active') return;
   const namespace = namespaceOf(tenant.slug);
   await bindServiceIdentity(deps, namespace);
@@ -135,25 +135,10 @@ export async function advanceResume(deps: OrchestratorDeps, tenantId: string): P
     await cluster.annotate(w, null);
     restored.push({ kind: w.kind, name: w.name, replicas: w.saved });
   }
-  await finish(deps, tenantId, 'active', 'running', 'data_plane_resumed', restored);
-}
-
-/**
- * Records the outcome only while the tenant is still in the state the work was for: a
- * suspension resumed meanwhile (or the reverse) leaves the marker for the next pass to act on.
- */
-async function finish(
-  deps: OrchestratorDeps,
-  tenantId: string,
-  state: 'suspended' | 'active',
-  dataPlane: DataPlane,
-  step: 'data_plane_suspended' | 'data_plane_resumed',
-  workloads: ScaledWorkload[],
-): Promise<void> {
-  await deps.db.withTenant(tenantId, async (tx) => {
-    const tenant = await findTenant(tx, tenantId);
-    if (tenant?.state !== state || (await findDataPlane(tx, tenantId)) === dataPlane) return;
-    await setDataPlane(tx, tenantId, dataPlane);
-    await recordStep(tx, tenantId, step, ORCHESTRATOR_ACTOR, { workloads });
+  await deps.provisioning.finishDataPlane(tenantId, {
+    state: 'active',
+    dataPlane: 'running',
+    step: 'data_plane_resumed',
+    workloads: restored,
   });
 }

@@ -1,11 +1,6 @@
 import pg from 'pg';
 import { clientConfig, type DatabaseTarget } from '../db/target.ts';
-import {
-  type SessionLock,
-  sessionUnlock,
-  trySessionLock,
-} from '../domains/provisioning/provisioning-repository.ts';
-import { TENANT_LOCK_KEY, tenantLockName } from '../domains/tenants/tenant-lifecycle.ts';
+import { tenantSessionLocks } from '../domains/provisioning/provisioning-service.ts';
 
 /**
  * One tenant at a time, cluster-wide: a session-level advisory lock on a dedicated connection.
@@ -19,11 +14,6 @@ export interface TenantLocks {
   tryAcquire(tenantId: string): Promise<(() => Promise<void>) | undefined>;
   close(): Promise<void>;
 }
-
-const tenantLock = (tenantId: string): SessionLock => ({
-  key: TENANT_LOCK_KEY,
-  name: tenantLockName(tenantId),
-});
 
 export function createTenantLocks(target: DatabaseTarget, max: number): TenantLocks {
   const pool = new pg.Pool({ ...clientConfig(target, 'app'), max });
@@ -44,7 +34,7 @@ export function createTenantLocks(target: DatabaseTarget, max: number): TenantLo
         client.release(error ?? broken);
       };
       try {
-        if (!(await trySessionLock(client, tenantLock(tenantId)))) {
+        if (!(await tenantSessionLocks.tryLock(client, tenantId))) {
           done();
           return undefined;
         }
@@ -54,7 +44,7 @@ export function createTenantLocks(target: DatabaseTarget, max: number): TenantLo
       }
       return async () => {
         try {
-          await sessionUnlock(client, tenantLock(tenantId));
+          await tenantSessionLocks.unlock(client, tenantId);
           done();
         } catch (error) {
           done(error as Error);

@@ -1,10 +1,6 @@
-import { adapterTokenRef } from '../domains/provisioning/provisioning-repository.ts';
-import { upsertSecretRef } from '../domains/tenants/tenant-config-repository.ts';
-import { findTenant } from '../domains/tenants/tenant-repository.ts';
-import { ORCHESTRATOR_ACTOR, type OrchestratorDeps } from './context.ts';
+import type { OrchestratorDeps } from './context.ts';
 import { ADAPTER_TOKEN_SECRET, namespaceOf } from './render.ts';
 import { bindServiceIdentity } from './service-identity.ts';
-import { recordStep } from './steps.ts';
 
 /**
  * Spec §5.2/§8: the adapter's JWT is refreshed weekly by rewriting its Secret in the tenant
@@ -12,13 +8,16 @@ import { recordStep } from './steps.ts';
  * the reference's version and time go to the database.
  */
 export async function refreshAdapterToken(
-  deps: OrchestratorDeps,
+  deps: Pick<
+    OrchestratorDeps,
+    'provisioning' | 'now' | 'timing' | 'namespaces' | 'install' | 'tokens'
+  >,
   tenantId: string,
 ): Promise<boolean> {
-  const tenant = await deps.db.withoutTenant((tx) => findTenant(tx, tenantId));
+  const tenant = await deps.provisioning.find(tenantId);
   const holders = ['provisioning', 'active', 'suspended'];
   if (!tenant || !holders.includes(tenant.state)) return false;
-  const ref = await deps.db.withTenant(tenantId, (tx) => adapterTokenRef(tx, tenantId));
+  const ref = await deps.provisioning.adapterTokenRef(tenantId);
   if (!ref) return false;
   if (deps.now().getTime() - ref.written_at.getTime() < deps.timing.adapterTokenRefreshMs)
     return false;
@@ -31,18 +30,11 @@ export async function refreshAdapterToken(
     { [ADAPTER_TOKEN_SECRET.key]: minted.token },
     { 'managed-by': 'svc', 'tenant-id': tenantId },
   );
-  await deps.db.withTenant(tenantId, async (tx) => {
-    await upsertSecretRef(tx, {
-      tenant_id: tenantId,
-      purpose: 'adapter-token',
-      namespace,
-      name: ADAPTER_TOKEN_SECRET.name,
-    });
-    await recordStep(tx, tenantId, 'adapter_token_written', ORCHESTRATOR_ACTOR, {
-      namespace,
-      expires_at: new Date(minted.claims.exp * 1000).toISOString(),
-      version: ref.version + 1,
-    });
+  await deps.provisioning.recordAdapterToken(tenantId, {
+    namespace,
+    name: ADAPTER_TOKEN_SECRET.name,
+    expiresAt: new Date(minted.claims.exp * 1000),
+    version: ref.version + 1,
   });
   return true;
 }

@@ -1,6 +1,5 @@
 import type { ValuesPreview } from '../domains/tenants/tenant-config.ts';
-import type { OrchestratorDeps } from './context.ts';
-import { installableVersion } from './release.ts';
+import { installableVersion, type RenderDeps, type VersionDeps } from './release.ts';
 import { renderTenantValues } from './render.ts';
 import { StepFailure } from './step-failure.ts';
 
@@ -10,7 +9,7 @@ import { StepFailure } from './step-failure.ts';
  * change. With no installable chart there is nothing to render against; the orchestrator
  * reports that itself (`no_supported_chart`).
  */
-export function valuesPreview(deps: OrchestratorDeps): ValuesPreview {
+export function valuesPreview(deps: VersionDeps & RenderDeps): ValuesPreview {
   return async ({ tenant, config, hasLlmKey, chartVersion }) => {
     let version: string;
     try {

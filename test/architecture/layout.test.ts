@@ -176,3 +176,62 @@ test('DESIGN layout: no utils, helpers, common or misc drawers', () => {
     [],
   );
 });
+
+/**
+ * DESIGN "Inside src/": the orchestrator is the loop, the locks and the cluster calls; what it
+ * records goes through the provisioning service (docs/orchestrator.md "Provisioning service").
+ * From src/db it may only take the connection target of the pools it owns: the session locks
+ * (tenant-locks.ts) and the install record written as svc_admin (install.ts).
+ */
+const ORCHESTRATOR_DB_PRIMITIVES: Record<string, string[]> = {
+  'src/orchestrator/tenant-locks.ts': ['src/db/target.ts'],
+  'src/orchestrator/install.ts': ['src/db/target.ts'],
+};
+
+test('DESIGN layout: src/orchestrator imports no repository and from src/db only the pool primitives it owns', () => {
+  const edges: [string, string][] = src
+    .filter((f) => under(f.file, 'src/orchestrator'))
+    .flatMap((f) =>
+      f.imports
+        .filter((i) => i.endsWith('-repository.ts') || under(i, 'src/db'))
+        .filter((i) => !(ORCHESTRATOR_DB_PRIMITIVES[f.file] ?? []).includes(i))
+        .map((i): [string, string] => [f.file, i]),
+    );
+  assert.deepEqual(violations(edges), []);
+});
+
+/** Files importing the state machine's transition functions (tenant-lifecycle.ts). */
+function transitionCallers(files: SourceFile[]): string[] {
+  const named =
+    /import\s*\{([^}]*)\}\s*from\s*['"][^'"]*tenants\/tenant-lifecycle\.ts['"]|import\s*\{([^}]*)\}\s*from\s*['"]\.\/tenant-lifecycle\.ts['"]/g;
+  return files
+    .filter((f) => f.file !== 'src/domains/tenants/tenant-lifecycle.ts')
+    .filter((f) =>
+      [...f.text.matchAll(named)].some((m) =>
+        /\b(transition|tryTransition)\b/.test(m[1] ?? m[2] ?? ''),
+      ),
+    )
+    .map((f) => f.file);
+}
+
+test('DESIGN layout: every tenant state transition is made by src/domains/provisioning', () => {
+  const callers = transitionCallers(src).filter((f) => !under(f, 'src/domains/provisioning'));
+  assert.deepEqual(callers, []);
+  assert.ok(
+    transitionCallers(src).some((f) => f === 'src/domains/provisioning/provisioning-service.ts'),
+    'the provisioning service makes the transitions',
+  );
+});
+
+test('DESIGN layout: the transition guard sees transition() and tryTransition() imports, not the rest', () => {
+  const fake = (file: string, text: string): SourceFile => ({ file, text, imports: [] });
+  const files = [
+    fake('src/a.ts', "import { transition } from '../domains/tenants/tenant-lifecycle.ts';"),
+    fake(
+      'src/b.ts',
+      "import {\n  lockTenant,\n  tryTransition,\n} from '../tenants/tenant-lifecycle.ts';",
+    ),
+    fake('src/c.ts', "import { lockTenant, transitionFor } from '../tenants/tenant-lifecycle.ts';"),
+  ];
+  assert.deepEqual(transitionCallers(files), ['src/a.ts', 'src/b.ts']);
+});

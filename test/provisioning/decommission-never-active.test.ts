@@ -124,3 +124,56 @@ test('issue 18 item 4: decommissioning a tenant that failed on a foreign tenant-
     await o.core.deleteNamespace({ name: namespace });
   }
 });
+
+test('§3.1 a tenant whose provisioning failed on namespace_conflict stays removable: retry repeats the failure, decommission is accepted, the foreign namespace is untouched', {
+  timeout: 300_000,
+}, async () => {
+  const slug = uniqueSlug('conflict');
+  const namespace = `tenant-${slug}`;
+  // Someone else's namespace of the tenant's name: not labelled managed-by=svc.
+  const foreign = await o.core.createNamespace({
+    body: { metadata: { name: namespace, labels: { team: 'not-svc' } } },
+  });
+  try {
+    const id = await createTenantVia(o, tenantConfig(slug));
+    const first = await failed(id);
+    assert.deepEqual(
+      [first.state, (first.error_details as { code: string }).code],
+      ['pending', 'namespace_conflict'],
+    );
+    const retried = await o.admin.mssp.retry({ params: { tenant_id: id } });
+    assert.equal(retried.status, 202, JSON.stringify(retried.body));
+    const second = await failed(id);
+    assert.equal((second.error_details as { code: string }).code, 'namespace_conflict');
+    assert.equal(
+      (await lifecycle(o, id)).filter((e) => e === 'step:rolled_back').length,
+      2,
+      'the retry failed the same way',
+    );
+
+    const res = await o.admin.mssp.decommission({ params: { tenant_id: id } });
+    assert.equal(res.status, 200, JSON.stringify(res.body));
+    assert.equal(res.status === 200 && res.body.tenant.state, 'decommissioning');
+    const gone = await waitForState(o, id, 'soft-deleted', 120_000);
+    assert.equal(gone.error_details, null);
+
+    // Untouched: the same object, never written to (its resourceVersion moves on any write),
+    // and nothing of svc's inside it.
+    const ns = await o.core.readNamespace({ name: namespace });
+    assert.equal(ns.metadata?.uid, foreign.metadata?.uid);
+    assert.equal(ns.metadata?.resourceVersion, foreign.metadata?.resourceVersion);
+    assert.equal(ns.metadata?.deletionTimestamp, undefined);
+    assert.deepEqual(ns.metadata?.labels, foreign.metadata?.labels);
+    const secrets = await o.core.listNamespacedSecret({ namespace });
+    assert.deepEqual(
+      secrets.items.filter((s) => s.metadata?.labels?.['managed-by'] === 'svc'),
+      [],
+      "no Secret of svc's in it",
+    );
+    for (const name of Object.values(installSecretNames(id))) {
+      assert.equal(await o.deps.secrets.read(name), undefined, `${name} removed`);
+    }
+  } finally {
+    await o.core.deleteNamespace({ name: namespace });
+  }
+});

@@ -9,10 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { createSvcClient } from '../../contracts/index.ts';
 import { freePort } from '../../src/db/embedded.ts';
-import {
-  installSecretNames,
-  restoreBootstrapSecret,
-} from '../../src/domains/tenants/tenant-creation.ts';
+import { installSecretNames } from '../../src/domains/tenants/tenant-creation.ts';
 import { collectOrphanSecrets, ORPHAN_GRACE_MS } from '../../src/orchestrator/orphans.ts';
 import { seedUser } from '../support/api.ts';
 import { ownOrchestrator } from './inject.ts';
@@ -88,7 +85,7 @@ test('issue 18 item 6: Secrets of a creation that never committed are collected;
   });
   const before = await names();
   const deps = {
-    db: o.db.app,
+    provisioning: o.deps.provisioning,
     secrets: o.deps.secrets,
     now: () => new Date(),
     logger: o.deps.logger,
@@ -124,9 +121,9 @@ test('issue 18 item 8: a lost bootstrap Secret is made again with a new adapter 
     'SELECT credential_hash FROM adapter_credentials WHERE tenant_id = $1',
     [id],
   );
-  assert.equal(await restoreBootstrapSecret(o.deps, id), false);
+  assert.equal(await o.deps.provisioning.restoreBootstrapSecret(o.deps.secrets, id), false);
   await o.deps.secrets.remove(name);
-  assert.equal(await restoreBootstrapSecret(o.deps, id), true);
+  assert.equal(await o.deps.provisioning.restoreBootstrapSecret(o.deps.secrets, id), true);
   const restored = await o.deps.secrets.read(name);
   assert.ok(restored?.['adapter-bootstrap-credential']);
   assert.notEqual(
@@ -233,7 +230,12 @@ test('issue 18 item 6: SIGKILL of a real svc during 12 concurrent creations leav
       `# SIGKILL mid-create: ${orphans.length} orphan Secrets, ${kept.length} Secrets of committed tenants\n`,
     );
     const later = () => new Date(Date.now() + ORPHAN_GRACE_MS + 60_000);
-    const deps = { db: o.db.app, secrets: o.deps.secrets, now: later, logger: o.deps.logger };
+    const deps = {
+      provisioning: o.deps.provisioning,
+      secrets: o.deps.secrets,
+      now: later,
+      logger: o.deps.logger,
+    };
     assert.deepEqual((await collectOrphanSecrets(deps)).sort(), orphans);
     const left = new Set(await names());
     for (const name of kept) assert.ok(left.has(name), `${name} of a committed tenant was removed`);

@@ -165,3 +165,43 @@ test('§9.4 an upgrade whose rollout never completes is rolled back to the revis
   assert.deepEqual([row?.state, row?.chart_version], ['active', '0.1.0']);
   assert.deepEqual(await auditActions(id), ['tenant.upgrade', 'tenant.upgrade.fail']);
 });
+
+test('§3.1 upgrade rules: an upgrade to the version the tenant runs is refused already_at_version, and of two upgrades fired at once exactly one is accepted', {
+  timeout: 500_000,
+}, async () => {
+  const { id } = await activeTenant(o, 'race');
+  const upgradeTo = (version: string) =>
+    o.admin.mssp.upgrade({ params: { tenant_id: id }, body: { tenant_chart_version: version } });
+
+  const noop = await upgradeTo('0.1.0');
+  assert.deepEqual([noop.status, problemCode(noop)], [409, 'already_at_version']);
+  const target = await o.db.pools.mssp.query<{ upgrade_target: string | null }>(
+    'SELECT upgrade_target FROM tenants WHERE id = $1',
+    [id],
+  );
+  assert.equal(target.rows[0]?.upgrade_target, null, 'nothing recorded');
+  assert.deepEqual(await auditActions(id), [], 'nothing audited');
+
+  const both = await Promise.all([upgradeTo('0.2.0'), upgradeTo('0.2.0')]);
+  assert.deepEqual(
+    both.map((r) => r.status).sort(),
+    [202, 409],
+    JSON.stringify(both.map((r) => r.body)),
+  );
+  const loser = both.find((r) => r.status === 409);
+  assert.ok(
+    ['upgrade_in_progress', 'tenant_busy', 'already_at_version'].includes(
+      problemCode(loser ?? { body: undefined }) ?? '',
+    ),
+    JSON.stringify(loser?.body),
+  );
+  const steps = await upgradeSettled(id);
+  assert.equal(steps.filter((s) => s === 'step:upgrade_requested').length, 1, 'one request kept');
+  assert.equal(steps.at(-1), 'step:upgraded');
+  assert.deepEqual(await auditActions(id), ['tenant.upgrade', 'tenant.upgrade.complete']);
+
+  // The version it now runs: refused as well, whoever asks.
+  const again = await upgradeTo('0.2.0');
+  assert.deepEqual([again.status, problemCode(again)], [409, 'already_at_version']);
+  assert.equal((await tenantRow(o, id))?.chart_version, '0.2.0');
+});

@@ -5,7 +5,8 @@ import type { AppDatabase } from '../../db/pools.ts';
 import type { TenantTx } from '../../db/tenant-context.ts';
 import type { TokenService } from '../../tokens/index.ts';
 import { writeAudit } from '../audit/audit-repository.ts';
-import { lockTenant, tryTransition } from '../tenants/tenant-lifecycle.ts';
+import { activateOnHeartbeat } from '../provisioning/provisioning-service.ts';
+import { lockTenant } from '../tenants/tenant-lifecycle.ts';
 import { findTenant } from '../tenants/tenant-repository.ts';
 import { refuseIfSuspended } from '../tenants/tenant-suspension.ts';
 import {
@@ -192,8 +193,8 @@ async function stateOf(tx: TenantTx, tenantId: string): Promise<TenantState | un
  * Undefined when the tenant row is gone (an adapter token outlives a hard-deleted tenant by up
  * to 8 days).
  *
- * The activation happens only under the tenant's lock (issue 18 item 5): while the
- * orchestrator holds the tenant (readiness wait, rollback, decommission), a heartbeat is
+ * The activation happens only under the tenant's lock (docs/orchestrator.md "Guarded transitions"):
+ * while the orchestrator holds the tenant (readiness wait, rollback, decommission), a heartbeat is
  * recorded as liveness and answered with the state as it is, `activated: false`, never a
  * resurrection of a tenant being torn down. When that work ends in readiness, the orchestrator
  * completes the activation from the heartbeat noted here.
@@ -237,13 +238,7 @@ async function heartbeatIn(
  */
 async function activateIfProvisioning(tx: TenantTx, beat: Heartbeat): Promise<boolean> {
   if (!(await isPackageReady(tx, beat.tenantId))) return false;
-  const moved = await tryTransition(tx, {
-    tenantId: beat.tenantId,
-    trigger: 'adapter_heartbeat',
-    actor: 'adapter',
-    details: { adapter_version: beat.version },
-  });
-  return moved !== undefined;
+  return activateOnHeartbeat(tx, beat.tenantId, beat.version);
 }
 
 async function auditActivation(tx: TenantTx, beat: Heartbeat): Promise<void> {

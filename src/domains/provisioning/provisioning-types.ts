@@ -49,3 +49,46 @@ export type WorkKind =
   | 'config'
   | 'suspend'
   | 'resume';
+
+/** The lifecycle `actor` and audit `actor_id` of everything the orchestrator records. */
+export const ORCHESTRATOR_ACTOR = 'system:orchestrator';
+
+/** A step's failure as it is kept on the tenant (orchestrator/step-failure.ts StepFailure). */
+export interface FailureRecord {
+  step: string;
+  code: string;
+  message: string;
+  details: Record<string, unknown>;
+}
+
+/** One difference between svc's record and the cluster, and what the reconciler did about it. */
+export interface DriftFinding {
+  object: 'namespace' | 'release' | 'install_secret';
+  name: string;
+  problem: 'missing' | 'foreign' | 'terminating' | 'not_deployed';
+  /** `none` when svc may not or cannot repair it (the reason is in `detail`). */
+  repair: 'recreated' | 'reinstalled' | 'none' | 'failed';
+  detail?: string;
+}
+
+export interface Drift {
+  detected_at: string;
+  findings: DriftFinding[];
+}
+
+/** How a package rollout (an upgrade, a configuration change) ended (orchestrator/rollout.ts). */
+export type RolloutOutcome =
+  | { ok: true }
+  | {
+      ok: false;
+      error: string;
+      /** The release revision rolled back to; null when the release was never changed. */
+      rolledBackTo: number | null;
+    };
+
+/** One workload a suspension scaled down or a resume scaled back, as the lifecycle records it. */
+export interface ScaledWorkload {
+  kind: 'Deployment' | 'StatefulSet';
+  name: string;
+  replicas: number;
+}

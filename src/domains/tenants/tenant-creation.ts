@@ -165,13 +165,13 @@ export async function createTenant(
 }
 
 /**
- * Issue 18 item 8: the install-namespace bootstrap Secret of an existing tenant is gone (a
- * replaced cluster, a namespace recreated by hand). Its content is svc's own making, so it can
- * be made again: fresh component passwords and a new adapter bootstrap credential (the old one
- * is replaced in the same transaction, so the database and the Secret always agree). Only for
- * a tenant whose data plane is being (re)provisioned: running components keep the passwords
- * they were installed with. The LLM key and integration credentials cannot be recreated; they
- * exist nowhere else. Returns false when the Secret exists (nothing to do).
+ * docs/orchestrator.md "Reconciliation": the install-namespace bootstrap Secret of an existing
+ * tenant is gone (a replaced cluster, a namespace recreated by hand). Its content is svc's own
+ * making, so it can be made again: fresh component passwords and a new adapter bootstrap credential
+ * (the old one is replaced in the same transaction, so the database and the Secret always agree).
+ * Only for a tenant whose data plane is being (re)provisioned: running components keep the
+ * passwords they were installed with. The LLM key and integration credentials cannot be recreated;
+ * they exist nowhere else. Returns false when the Secret exists (nothing to do).
  */
 export async function restoreBootstrapSecret(
   deps: Pick<CreationDeps, 'db' | 'secrets' | 'issueBootstrapCredential'>,

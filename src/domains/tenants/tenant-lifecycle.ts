@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { TenantTx, Transaction } from '../../db/tenant-context.ts';
+import { DomainError } from '../domain-error.ts';
 import {
   findTenant,
   insertLifecycleEvent,
@@ -41,13 +42,15 @@ export const TRANSITIONS = [
   { from: 'provisioning', to: 'pending', trigger: 'provisioning_failed' },
   // §3.1 row 5 and 6.
   { from: 'active', to: 'decommissioning', trigger: 'decommission' },
-  // Issue 18 item 4 (not in §3.1): a tenant that never became active can be removed too,
-  // without a grace period (docs/orchestrator.md "Decommission and purge").
+  // Not in §3.1: a tenant that never became active can be removed too, without a grace
+  // period, also after it failed on a namespace svc does not own, which svc then leaves
+  // untouched (docs/orchestrator.md "Decommission and purge").
   { from: 'pending', to: 'decommissioning', trigger: 'decommission' },
   { from: 'provisioning', to: 'decommissioning', trigger: 'decommission' },
   { from: 'decommissioning', to: 'soft-deleted', trigger: 'grace_period_ended' },
-  // Issue 15 ("suspension: not shown" in §3.1): only a running tenant can be paused, and only
-  // back to running; a suspended customer can still be let go (with the grace period).
+  // §3.1 leaves suspension "not shown" (docs/operations.md "Suspension"): only a running
+  // tenant can be paused, and only back to running; a suspended customer can still be let go
+  // (with the grace period).
   { from: 'active', to: 'suspended', trigger: 'suspend' },
   { from: 'suspended', to: 'active', trigger: 'resume' },
   { from: 'suspended', to: 'decommissioning', trigger: 'decommission' },
@@ -56,8 +59,9 @@ export const TRANSITIONS = [
 export type Transition = (typeof TRANSITIONS)[number];
 export type Trigger = Transition['trigger'];
 
-export class IllegalTransitionError extends Error {
+export class IllegalTransitionError extends DomainError {
   override name = 'IllegalTransitionError';
+  readonly code = 'invalid_state';
   constructor(
     readonly tenantId: string,
     readonly state: TenantState | undefined,
@@ -87,8 +91,9 @@ export function transitionFor(trigger: Trigger, from?: TenantState): Transition 
  * Another actor holds the tenant (the orchestrator working on it: a provisioning attempt, the
  * readiness wait, a rollback, an upgrade, a decommission, a repair). Answered 409 `tenant_busy`.
  */
-export class TenantBusyError extends Error {
+export class TenantBusyError extends DomainError {
   override name = 'TenantBusyError';
+  readonly code = 'tenant_busy';
   constructor(readonly tenantId: string) {
     super(`svc is working on tenant ${tenantId} right now; try again when it is done`);
   }

@@ -1,13 +1,14 @@
-// Suspension (issue 15; spec §3.1 leaves its states "not shown"): an MSSP pauses a customer
-// without losing anything. The API moves the tenant and revokes its customers' sessions; the
-// orchestrator scales the workloads (src/orchestrator/suspension.ts); the adapter's calls, the
-// customers' sign-in and the pipeline's model calls are refused or parked until the resume.
-// docs/operations.md "Suspension" is the operator's account of it.
+// Suspension (spec §3.1 leaves its states "not shown"): an MSSP pauses a customer without losing
+// anything. The API moves the tenant and revokes its customers' sessions; the orchestrator scales
+// the workloads (src/orchestrator/suspension.ts); the adapter's calls, the customers' sign-in and
+// the pipeline's model calls are refused or parked until the resume. docs/operations.md
+// "Suspension" is the operator's account of it.
 import type { Identity } from '../../auth/identity.ts';
 import type { AppDatabase } from '../../db/pools.ts';
 import type { TenantTx, Transaction } from '../../db/tenant-context.ts';
 import { afterCommit } from '../../db/unit-of-work.ts';
 import { writeAudit } from '../audit/audit-repository.ts';
+import { DomainError } from '../domain-error.ts';
 import { enqueueJobs } from '../jobs/job-repository.ts';
 import {
   lockedTenantState,
@@ -15,19 +16,15 @@ import {
   revokeTenantSessions,
   takeParkedJobs,
 } from './suspension-repository.ts';
-import {
-  IllegalTransitionError,
-  lockTenantOrBusy,
-  type TenantState,
-  transition,
-  transitionFor,
-} from './tenant-lifecycle.ts';
+import type { TenantState } from './tenant-lifecycle.ts';
 import { findTenant } from './tenant-repository.ts';
-import { type Tenant, TenantNotFoundError, UpgradeInProgressError } from './tenant-types.ts';
+import type { TenantTransitions } from './tenant-service.ts';
+import { type Tenant, TenantNotFoundError } from './tenant-types.ts';
 
 /** The tenant is suspended: its adapter and its customers are refused (403 `tenant_suspended`). */
-export class TenantSuspendedError extends Error {
+export class TenantSuspendedError extends DomainError {
   override name = 'TenantSuspendedError';
+  readonly code = 'tenant_suspended';
   constructor(readonly tenantId: string) {
     super('This tenant is suspended by its service provider');
   }
@@ -61,23 +58,14 @@ export interface TenantSuspensionDeps {
   db: Pick<AppDatabase, 'withTenant'>;
   /** Wakes the orchestrator: the data plane has work. */
   kick: () => void;
+  /** The move itself and its rules (domains/provisioning, injected: see TenantTransitions). */
+  transitions: Pick<TenantTransitions, 'suspension'>;
 }
 
 async function requireTenant(tx: Transaction, id: string): Promise<Tenant> {
   const tenant = await findTenant(tx, id);
   if (!tenant) throw new TenantNotFoundError(id);
   return tenant;
-}
-
-/** Refuses what no state allows without waiting for the lock (as decommission does). */
-function checkMove(tenant: Tenant, trigger: 'suspend' | 'resume'): void {
-  if (!transitionFor(trigger, tenant.state)) {
-    throw new IllegalTransitionError(tenant.id, tenant.state, trigger);
-  }
-  // helm would restore every replica count the suspension took away: the upgrade goes first.
-  if (trigger === 'suspend' && tenant.upgrade_target !== null) {
-    throw new UpgradeInProgressError(tenant.upgrade_target);
-  }
 }
 
 export function createTenantSuspension(deps: TenantSuspensionDeps) {
@@ -90,18 +78,8 @@ export function createTenantSuspension(deps: TenantSuspensionDeps) {
     trigger: 'suspend' | 'resume',
     request: SuspensionRequest,
   ): Promise<{ before: Tenant; after: Tenant; details: Record<string, unknown> }> {
-    checkMove(await requireTenant(tx, id), trigger);
-    await lockTenantOrBusy(tx, id);
-    const before = await requireTenant(tx, id);
-    checkMove(before, trigger);
     const reason = request.reason === undefined ? {} : { reason: request.reason };
-    await transition(tx, {
-      tenantId: id,
-      trigger,
-      from: before.state,
-      actor: `user:${identity.user_id}`,
-      details: reason,
-    });
+    const before = await deps.transitions.suspension(tx, identity, id, trigger, reason);
     // In the same transaction as the state change: no customer request is served by a session
     // of a suspended tenant, and no job parked during the suspension is left behind.
     const details =

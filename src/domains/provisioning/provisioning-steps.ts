@@ -1,12 +1,12 @@
-import type { TenantTx } from '../db/tenant-context.ts';
-import { stepHistory } from '../domains/provisioning/provisioning-repository.ts';
+import type { TenantTx } from '../../db/tenant-context.ts';
+import { insertLifecycleEvent } from '../tenants/tenant-repository.ts';
+import { stepHistory } from './provisioning-repository.ts';
 import {
   type MarkerStep,
   PROVISIONING_STEPS,
   type ProvisioningStep,
   type StepRecord,
-} from '../domains/provisioning/provisioning-types.ts';
-import { insertLifecycleEvent } from '../domains/tenants/tenant-repository.ts';
+} from './provisioning-types.ts';
 
 /** A completed step (or a marker) in the tenant's lifecycle: what a retry resumes after. */
 export async function recordStep(

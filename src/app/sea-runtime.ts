@@ -1,4 +1,4 @@
-// The single binary's own first code (issue 17, docs/packaging.md "Single binary"). The binary
+// The single binary's own first code (docs/packaging.md "Single binary"). The binary
 // is Node with the `npm run build` output (dist/: svc.mjs, the files it reads, the native
 // packages) injected as SEA assets. Code that the runtime loads must be a file on disk: a
 // native addon for dlopen, PostgreSQL's programs for exec, the ES module bundle for import().

@@ -2,9 +2,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /**
- * The one place that knows where svc's own files are (issue 17): the migrations, the
- * charts, the admission policies, the built consoles, the common-password list and
- * package.json. They live in the checkout when svc runs from its sources (tsx), beside
+ * The one place that knows where svc's own files are (docs/packaging.md "How svc finds its files"):
+ * the migrations, the charts, the admission policies, the built consoles, the common-password list
+ * and package.json. They live in the checkout when svc runs from its sources (tsx), beside
  * `dist/svc.mjs` when it runs bundled (`npm run build`, docs/packaging.md), and wherever
  * SVC_ASSETS_DIR says when a single binary has unpacked them.
  */

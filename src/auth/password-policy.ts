@@ -26,7 +26,7 @@ const PADDING = /^[^\p{L}]+|[^\p{L}]+$/gu;
 const MIN_WORD = 4;
 /**
  * Tabs, newlines, escapes: nothing a person types into a password field, and a pasted or piped
- * line break would make a password that cannot be typed again (issue 16 item 5).
+ * line break would make a password that cannot be typed again (docs/auth.md "Password policy").
  */
 const CONTROL = /\p{Cc}/u;
 

@@ -1,8 +1,15 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { setPriority } from 'node:os';
+import { getPriority, setPriority } from 'node:os';
 
-/** How far below the event loop the hashing threads run (nice, 0–19). */
-const POOL_NICENESS = 10;
+/** How far below the event loop the hashing threads run, in nice steps (nice is 0–19). */
+export const POOL_NICE_STEP = 10;
+
+/**
+ * The nice value the pool threads get: the loop's own plus the step, at most 19. Relative,
+ * because svc may itself be started niced (an operator's `nice svc serve`, a CI runner): an
+ * absolute 10 would then put the hashes level with the loop, or above it.
+ */
+export const poolNiceFor = (loopNice: number) => Math.min(19, loopNice + POOL_NICE_STEP);
 
 /**
  * Puts libuv's pool threads (where argon2 computes) below the event loop in the CPU
@@ -19,10 +26,11 @@ export function lowerPoolPriority(): number {
   } catch {
     return 0;
   }
+  const target = poolNiceFor(getPriority());
   for (const task of tasks) {
     try {
       if (readFileSync(`/proc/self/task/${task}/comm`, 'utf8').trim() !== 'libuv-worker') continue;
-      setPriority(Number(task), POOL_NICENESS);
+      setPriority(Number(task), target);
       lowered++;
     } catch {
       // A thread that ended meanwhile, or a platform without per-thread priorities.

@@ -35,7 +35,7 @@ async function promptHidden(question: string): Promise<string> {
 
 /**
  * Only the first line of piped stdin is the password: `printf 'pw\npw\n'` (typed twice, as the
- * prompt asks) must not become a password with a newline in it (issue 16 item 5).
+ * prompt asks) must not become a password with a newline in it (docs/auth.md "Password policy").
  */
 async function readFirstLine(): Promise<string> {
   const lines = createInterface({ input: process.stdin, crlfDelay: Number.POSITIVE_INFINITY });

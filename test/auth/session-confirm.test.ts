@@ -69,10 +69,13 @@ test('issue 11 a disabled user with a remembered session reads nothing', async (
 
 test('issue 11 a remembered session past its idle expiry is refused, also where the handler reads nothing', async () => {
   const { browser, userId } = await warmCustomer();
-  await db.pools.admin.query(
-    `UPDATE sessions SET idle_expiry = now() - interval '1 second' WHERE user_id = $1`,
-    [userId],
-  );
+  // Past the expiry on svc's clock (the test clock, frozen at the API's start), not the
+  // database's: under load more than a second passes between the two, and a row expired by
+  // the database's now() would still be live at the instant svc asks about.
+  await db.pools.admin.query('UPDATE sessions SET idle_expiry = $2 WHERE user_id = $1', [
+    userId,
+    new Date(api.clock.now().getTime() - 1000),
+  ]);
   // /api/auth/me answers from the identity alone: the confirmation still runs before it.
   assertRefused(await browser.call('GET', '/api/auth/me'));
 });

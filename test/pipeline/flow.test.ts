@@ -105,8 +105,14 @@ test('issue 13 end to end: alert → incident → triage → review → approval
   });
   assert.equal(again.status, 409);
 
+  // The case exists in TheHive before the worker commits case.opened: wait for the event
+  // itself, not for the next read of the stream.
+  const types = await until('case.opened in the stream', async () => {
+    const seen = await streamTypes(rig.db, tenantId);
+    return seen.includes('case.opened') ? seen : undefined;
+  });
   assert.deepEqual(
-    (await streamTypes(rig.db, tenantId)).filter((t) => t !== 'analyzer.completed'),
+    types.filter((t) => t !== 'analyzer.completed'),
     [
       'investigation.opened',
       'triage.started',

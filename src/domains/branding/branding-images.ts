@@ -1,4 +1,4 @@
-// What a tenant's logo and favicon may be (issue 15 "Branding"): an https URL, or a data URL
+// What a tenant's logo and favicon may be (docs/web.md "Branding"): an https URL, or a data URL
 // whose bytes are what its media type says, at most 200 KiB decoded, and for SVG, a picture and
 // nothing else. The portal draws these on its sign-in page, before anyone signs in; an SVG that
 // carries script or fetches from elsewhere is refused even though an <img> would not run it,

@@ -4,8 +4,9 @@ import {
 } from '../../../contracts/triage-policy.ts';
 
 /**
- * The deterministic first step of the pipeline (issue 13): what a tenant's triage policy
- * decides about an investigation before any model is asked. docs/pipeline.md "Triage policy".
+ * The deterministic first step of the pipeline (docs/pipeline.md "Triage policy"): what a tenant's
+ * triage policy decides about an investigation before any model is asked. docs/pipeline.md "Triage
+ * policy".
  */
 
 /** The resolved policy lives with its schema (contracts/triage-policy.ts). */

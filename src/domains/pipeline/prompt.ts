@@ -4,8 +4,8 @@ import { SEVERITIES, type Severity } from '../ingest/alert-identity.ts';
 import type { Ioc } from './iocs.ts';
 
 /**
- * The triage prompt and the model's answer (issue 13 "LLM triage"): what the model is told,
- * how much of an investigation it sees, and what counts as an answer.
+ * The triage prompt and the model's answer (docs/pipeline.md "Prompt and answer"): what the model
+ * is told, how much of an investigation it sees, and what counts as an answer.
  */
 
 export const VERDICTS = ['true_positive', 'false_positive', 'benign', 'inconclusive'] as const;

@@ -4,7 +4,7 @@ import { field, findDomains, findEmails, findIps, type TextMatch } from './iocs.
 import type { ResolvedPolicy } from './policy.ts';
 
 /**
- * What leaves svc in a prompt (issue 13 "Redaction"): fields the tenant never sends are
+ * What leaves svc in a prompt (docs/pipeline.md "Redaction"): fields the tenant never sends are
  * dropped, then personal and infrastructure values are replaced by stable placeholders.
  * docs/pipeline.md "Redaction".
  */

@@ -23,8 +23,9 @@ function step(run: JobRun): StepRun {
 }
 
 /**
- * Issue 15: a suspended tenant spends nothing (no model, no integration call). Its job is
- * parked and put back on the queue by the resume, so triage continues where it stopped.
+ * docs/operations.md "Suspension": a suspended tenant spends nothing (no model, no integration
+ * call). Its job is parked and put back on the queue by the resume, so triage continues where it
+ * stopped.
  */
 function unlessSuspended(gate: JobSuspensionGate, handler: JobHandler): JobHandler {
   return async (run) => {

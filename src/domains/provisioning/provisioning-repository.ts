@@ -1,6 +1,7 @@
 import type pg from 'pg';
 import type * as s from 'zapatos/schema';
 import type { InstallTx, SystemTx, TenantTx, Transaction } from '../../db/tenant-context.ts';
+import { PROJECTIONS } from '../projections/projection-registry.ts';
 import type { WorkKind } from './provisioning-types.ts';
 
 /**
@@ -331,15 +332,13 @@ export async function renameOrganization(
  * Every table holding a tenant's rows, children before parents. audit_log is not here on
  * purpose: the trail outlives the tenant and ages out by the audit retention (spec §8).
  * test/provisioning/decommission.test.ts fails when a table with tenant rows is missing.
+ * The projections' tables come from their registry (a new projection is purged without a line
+ * here); pending_reviews refers to investigations, so it goes first.
  */
-export const PURGE_ORDER = [
+export const PURGE_ORDER: readonly string[] = [
   'pending_reviews',
-  'investigations',
+  ...PROJECTIONS.map((projection) => projection.table),
   'events',
-  'metrics_hourly',
-  'ioc_stats',
-  'rule_stats',
-  'analyzer_stats',
   'projection_checkpoints',
   'integration_configs',
   'branding_configs',
@@ -353,7 +352,7 @@ export const PURGE_ORDER = [
   'llm_usage',
   'triage_policies',
   'parked_jobs',
-] as const;
+];
 
 /** The soft-deleted tenant, row-locked for its purge; undefined when it is not (or no more). */
 export async function lockSoftDeleted(

@@ -15,8 +15,7 @@ const DESIGNATED_SYSTEM_MODULES: readonly string[] = [
   'app/compose.ts', // the composition root: builds the gate, hands it to the services below
   'domains/users/user-service.ts', // admin password reset finds a user of any tenant, typed
   'domains/tenants/tenant-service.ts', // fleet.summary: takes the gate, typed
-  'orchestrator/runtime.ts', // hands the gate to the orchestrator, typed
-  'orchestrator/context.ts', // the orchestrator's dependencies, typed (the purge below)
+  'domains/provisioning/provisioning-service.ts', // tenant.purge: takes the gate, typed
   'domains/audit/audit-service.ts', // mssp.audit: takes the gate, typed
   'domains/audit/audit-retention.ts', // audit.purge: takes the gate, typed
   'domains/projections/projection-service.ts', // projector.discover: takes the gate, typed
@@ -30,7 +29,7 @@ const SYSTEM_GATE_CALLERS: readonly string[] = [
   'domains/tenants/tenant-service.ts', // fleet.summary: a cross-tenant rollup
   'domains/audit/audit-service.ts', // mssp.audit: the cross-tenant audit view
   'domains/audit/audit-retention.ts', // audit.purge: old rows of every tenant and the install
-  'orchestrator/decommission.ts', // tenant.purge: a tenant's rows leave every table at once
+  'domains/provisioning/provisioning-service.ts', // tenant.purge: a tenant's rows leave every table at once
   'domains/projections/projection-service.ts', // projector.discover: tenants with unfolded events
   'domains/triage/cross-tenant-service.ts', // mssp.incidents, mssp.reviews: the analyst's work across tenants
 ];

@@ -17,6 +17,7 @@ export interface TenantLocks {
 
 export function createTenantLocks(target: DatabaseTarget, max: number): TenantLocks {
   const pool = new pg.Pool({ ...clientConfig(target, 'app'), max });
+  let ended: Promise<void> | undefined;
   pool.on('error', () => undefined);
   return {
     async tryAcquire(tenantId) {
@@ -51,6 +52,11 @@ export function createTenantLocks(target: DatabaseTarget, max: number): TenantLo
         }
       };
     },
-    close: () => pool.end(),
+    // Idempotent: a runtime stopped by its owner and again by a harness's cleanup must not
+    // throw on the second stop (pg's pool.end() refuses a second call).
+    close: () => {
+      ended ??= pool.end();
+      return ended;
+    },
   };
 }

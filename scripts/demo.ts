@@ -10,7 +10,10 @@ import type { SvcClient } from '../contracts/index.ts';
 import { ensureBinaries, isRunning, startCluster } from '../testcluster/harness.ts';
 import { createInstallIdentity, type InstallIdentity } from '../testcluster/install-identity.ts';
 import { runAdapterPod } from '../testcluster/kubelet/adapter-pod.ts';
-import type { IndexerStandIn } from '../testcluster/stand-ins/indexer.ts';
+import {
+  type ClusterTenantIndexer,
+  startClusterTenantIndexer,
+} from '../testcluster/opensearch/tenant-indexer.ts';
 import { type LlmStandIn, startLlmStandIn } from '../testcluster/stand-ins/llm.ts';
 import { loopbackCertificate } from '../testcluster/stand-ins/loopback-tls.ts';
 import { startVolumeProvisioner, testStorageClass } from '../testcluster/volumes.ts';
@@ -30,7 +33,7 @@ import {
 /**
  * `npm run demo`: a local control plane (testcluster/), svc against it as the system chart's
  * ServiceAccount, two tenants created through the API and made active by their real adapters,
- * and a trickle of Wazuh alerts into each tenant's stand-in indexer (docs/demo.md). Everything
+ * and a trickle of Wazuh alerts into each tenant's real indexer (docs/demo.md). Everything
  * it starts is recorded in `<dir>/state.json` and stopped by PID on Ctrl-C or SIGTERM.
  */
 
@@ -210,15 +213,16 @@ async function startSvc(
 
 /**
  * Step 7: once a tenant's package is installed, plays the kubelet for its adapter Pod (the
- * real `svc adapter` against a stand-in indexer); its heartbeat makes the tenant active.
- * Returns each tenant's indexer, for the alerts.
+ * real `svc adapter` against a real indexer: OpenSearch with the security plugin, svc's PKI and
+ * users for that tenant, testcluster/opensearch/tenant-indexer.ts); its heartbeat makes the
+ * tenant active. Returns each tenant's indexer, for the alerts.
  */
 async function activate(
   admin: KubeConfig,
   mssp: SvcClient,
   ids: ReadonlyMap<string, string>,
   apiUrl: string,
-): Promise<Map<string, IndexerStandIn>> {
+): Promise<Map<string, ClusterTenantIndexer>> {
   const core = admin.makeApiClient(CoreV1Api);
   const apps = admin.makeApiClient(AppsV1Api);
   const pods = await Promise.all(
@@ -226,6 +230,14 @@ async function activate(
       await waitForTenantState(mssp, id, 'provisioning', 180_000);
       const pod = await runAdapterPod({ core, apps, apiUrl }, slug, {
         env: { SVC_POLL_SECONDS: '2', SVC_HEARTBEAT_SECONDS: '10' },
+        indexer: async (_login, namespace) => {
+          const indexer = await startClusterTenantIndexer(core, namespace, {
+            onError: (error) => console.error(`demo: alerts for ${slug} not written: ${error}`),
+          });
+          record(`indexer ${slug}`, indexer.node.pid);
+          state.ports.push(indexer.node.httpPort, indexer.node.transportPort);
+          return { indexer, env: indexer.adapterEnv };
+        },
       });
       cleanups.push({ what: `adapter ${slug}`, run: () => pod.stop() });
       record(`adapter ${slug}`, pod.adapter.child.pid);
@@ -360,7 +372,7 @@ function printReady(
   for (const [kind, url, login, label] of rows) {
     console.log(`  ${(kind ?? '').padEnd(8)}${(url ?? '').padEnd(width + 2)}${login}   (${label})`);
   }
-  console.log(`\n  Alerts flow into both tenants (stand-in Wazuh indexers); triage by ${llm}.`);
+  console.log(`\n  Alerts flow into both tenants (real indexers: OpenSearch); triage by ${llm}.`);
   console.log(
     `  Logs: ${relative}/logs/svc.log, ${relative}/cluster/logs; processes: ${relative}/state.json`,
   );

@@ -1,4 +1,3 @@
-import type { IndexerStandIn } from '../../testcluster/stand-ins/indexer.ts';
 import type { LlmStandInRequest } from '../../testcluster/stand-ins/llm.ts';
 import { wazuhAlert } from '../../testcluster/stand-ins/wazuh-alerts.ts';
 
@@ -8,6 +7,11 @@ export const TRICKLE = { everyMs: 10_000, perTick: 3 } as const;
 /** The four Wazuh rules of wazuh-alerts.ts, in its order: sshd 5712, PAM 5503, FIM 550, SQLi. */
 const KINDS = 4;
 
+/** Where a tenant's alerts go: its indexer, written as the manager's Filebeat would. */
+export interface AlertSink {
+  append(...alerts: Record<string, unknown>[]): void;
+}
+
 export interface Trickle {
   /** Alerts written into each indexer so far. */
   written(): number;
@@ -15,12 +19,12 @@ export interface Trickle {
 }
 
 /**
- * Feeds each tenant's stand-in indexer a few realistic Wazuh alerts now and every
+ * Feeds each tenant's indexer a few realistic Wazuh alerts now and every
  * `TRICKLE.everyMs`, as a manager would write them: timestamped now, rules and agents mixed so
  * that ingest opens several investigations and each triage path gets some. The adapters find
  * them with their ordinary searches.
  */
-export function startTrickle(indexers: ReadonlyMap<string, IndexerStandIn>): Trickle {
+export function startTrickle(indexers: ReadonlyMap<string, AlertSink>): Trickle {
   let n = 0;
   const tick = () => {
     const start = new Date();

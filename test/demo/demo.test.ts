@@ -204,6 +204,8 @@ test('issue 16: Ctrl-C (SIGINT) stops every process the demo started and frees i
     'adapter acme',
     'adapter globex',
     'etcd',
+    'indexer acme',
+    'indexer globex',
     'kube-apiserver',
     'kube-controller-manager',
     'kube-scheduler',

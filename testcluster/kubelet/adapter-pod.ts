@@ -24,7 +24,8 @@ import { type AdapterProcess, startAdapter, writeSecretVolume } from './adapter-
  * (`..data` symlink swap), and starts the real `svc adapter` OS process with the container's
  * environment, mount paths rewritten into the temp dir. What a test machine must change is
  * changed explicitly: svc's URL (the test API), the indexer (a stand-in, plain HTTP, accepting
- * the adapter's login once that is shown to be one the tenant's indexer accepts), the health
+ * the adapter's login once that is shown to be one the tenant's indexer accepts; or the real
+ * one `options.indexer` starts, which judges the login itself), the health
  * server's address, and the heartbeat interval.
  *
  * Like the kubelet it stops the process when its Pod is deleted (namespace removal,
@@ -41,20 +42,36 @@ export interface AdapterPodCluster {
   apiUrl: string;
 }
 
-export interface AdapterPodOptions {
+/** The tenant's indexer as the adapter process reaches it. */
+export interface PodIndexer {
+  close(): Promise<void>;
+}
+
+/** Starts the indexer the adapter talks to, for the login its Pod mounts. */
+export type PodIndexerFactory<I extends PodIndexer> = (
+  login: { username: string; password: string },
+  namespace: string,
+) => Promise<{ indexer: I; env: Record<string, string> }>;
+
+export interface AdapterPodOptions<I extends PodIndexer = IndexerStandIn> {
   /** Variables set on top of the Pod's environment (test timings). */
   env?: Record<string, string>;
+  /**
+   * The indexer to run instead of the stand-in (the demo's real one, testcluster/opensearch/
+   * tenant-indexer.ts); its `env` (SVC_INDEXER_URL, …) goes on top of the Pod's environment.
+   */
+  indexer?: PodIndexerFactory<I>;
   /** How long to wait for the Pod to be scheduled. */
   timeoutMs?: number;
   /** Gives up waiting for the Pod (the process is then never started). */
   signal?: AbortSignal;
 }
 
-export interface AdapterPod {
+export interface AdapterPod<I extends PodIndexer = IndexerStandIn> {
   /** The Pod this process runs for. */
   podName: string;
   adapter: AdapterProcess;
-  indexer: IndexerStandIn;
+  indexer: I;
   /** The environment the process was started with. */
   env: Record<string, string>;
   /** Resolves once the process has exited: its Pod was deleted, or stop() was called. */
@@ -292,11 +309,11 @@ async function materialize(
  * Waits for the tenant's adapter Pod to be scheduled, then runs the real `svc adapter` for it
  * until the Pod is deleted or `stop()` is called.
  */
-export async function runAdapterPod(
+export async function runAdapterPod<I extends PodIndexer = IndexerStandIn>(
   cluster: AdapterPodCluster,
   slug: string,
-  options: AdapterPodOptions = {},
-): Promise<AdapterPod> {
+  options: AdapterPodOptions<I> = {},
+): Promise<AdapterPod<I>> {
   const namespace = `tenant-${slug}`;
   const pod = await scheduledPod(cluster, namespace, options.timeoutMs ?? 180_000, options.signal);
   const podName = pod.metadata?.name ?? '';
@@ -305,17 +322,28 @@ export async function runAdapterPod(
     throw new Error(`Pod ${podName} does not run \`svc adapter\`: ${container?.command}`);
   }
   const root = await mkdtemp(path.join(tmpdir(), `svc-adapter-pod-${slug}-`));
-  let indexer: IndexerStandIn | undefined;
+  let indexer: I | undefined;
   let adapter: AdapterProcess;
   let env: Record<string, string>;
   try {
     const podEnv = await materialize(cluster.core, pod, container, root);
-    const login = await indexerLogin(cluster, namespace, await presentedLogin(podEnv));
-    indexer = await startIndexerStandIn(login);
+    let indexerEnv: Record<string, string>;
+    if (options.indexer) {
+      // A real indexer judges the login itself.
+      const started = await options.indexer(await presentedLogin(podEnv), namespace);
+      indexer = started.indexer;
+      indexerEnv = started.env;
+    } else {
+      const login = await indexerLogin(cluster, namespace, await presentedLogin(podEnv));
+      const standIn = await startIndexerStandIn(login);
+      // Without a factory I is the default, IndexerStandIn.
+      indexer = standIn as unknown as I;
+      indexerEnv = { SVC_INDEXER_URL: standIn.url };
+    }
     env = {
       ...podEnv,
       SVC_API_URL: cluster.apiUrl,
-      SVC_INDEXER_URL: indexer.url,
+      ...indexerEnv,
       SVC_ADAPTER_HOST: '127.0.0.1',
       SVC_ADAPTER_PORT: '0',
       ...TEST_ENV,

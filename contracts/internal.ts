@@ -103,14 +103,43 @@ export const WazuhAlert = Type.Object(
   { additionalProperties: true },
 );
 
-/** Where the adapter stands in the indexer: the `search_after` of its last alert, opaque to svc. */
+const SearchAfter = Type.Array(Type.Union([Type.Number(), Type.String({ maxLength: 1024 })]), {
+  minItems: 1,
+  maxItems: 8,
+});
+
+/**
+ * Where the adapter stands in the indexer, opaque to svc: the `search_after` of its last alert
+ * and what it needs to find late alerts after a restart (docs/adapter.md "Late alerts"). Every
+ * field but `search_after` is optional, so a checkpoint stored before them still resumes. The
+ * size is bounded: `window.counts` holds one number per bucket of the lateness window.
+ */
 export const IngestCheckpoint = Type.Object(
   {
-    search_after: Type.Array(Type.Union([Type.Number(), Type.String({ maxLength: 1024 })]), {
-      minItems: 1,
-      maxItems: 8,
-    }),
+    search_after: SearchAfter,
     index: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+    /**
+     * `ingest_time`: `search_after` is on the indexer's ingest stamp (`svc_ingested_at`, `id`).
+     * Absent: on the alert's `timestamp` and `id`, as adapters before the stamp wrote it.
+     */
+    order: Type.Optional(Type.Literal('ingest_time')),
+    /** The alert-time cursor over documents without an ingest stamp. */
+    unstamped_after: Type.Optional(SearchAfter),
+    /** Documents read per bucket of the lateness window (−1: not known). */
+    window: Type.Optional(
+      Type.Object(
+        {
+          bucket_ms: Type.Integer({ minimum: 1, maximum: 86_400_000 }),
+          start: Type.Integer({ minimum: 0 }),
+          counts: Type.Array(Type.Integer({ minimum: -1 }), { maxItems: 128 }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    /** Stamped documents known below the window's start. */
+    settled: Type.Optional(Type.Integer({ minimum: 0 })),
+    /** Alerts found later than the lateness window, since the first adapter. */
+    alerts_late: Type.Optional(Type.Integer({ minimum: 0 })),
   },
   { additionalProperties: false },
 );

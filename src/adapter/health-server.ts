@@ -8,13 +8,15 @@ export interface Readiness {
 
 /**
  * `/healthz` (the process is alive) and `/readyz` (it reaches svc and knows where to resume
- * ingest) for the kubelet's probes. Readiness leaves the indexer out on purpose: the first
- * heartbeat must activate the tenant while the indexer may still be starting.
+ * ingest) for the kubelet's probes, and `/metrics` (Prometheus text) for a scraper. Readiness
+ * leaves the indexer out on purpose: the first heartbeat must activate the tenant while the
+ * indexer may still be starting.
  */
 export async function startHealthServer(
   host: string,
   port: number,
   readiness: () => Readiness,
+  metrics?: () => Promise<{ contentType: string; body: string }>,
 ): Promise<{ port: number; close(): Promise<void> }> {
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
@@ -25,6 +27,16 @@ export async function startHealthServer(
     if (req.method !== 'GET' && req.method !== 'HEAD')
       return send(405, { status: 'method not allowed' });
     if (path === '/healthz') return send(200, { status: 'ok' });
+    if (path === '/metrics' && metrics) {
+      metrics().then(
+        ({ contentType, body }) => {
+          res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-store' });
+          res.end(body);
+        },
+        () => send(500, { status: 'metrics unavailable' }),
+      );
+      return;
+    }
     if (path === '/readyz') {
       const { ready, details } = readiness();
       return send(ready ? 200 : 503, { status: ready ? 'ready' : 'not ready', ...details });

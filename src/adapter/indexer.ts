@@ -28,28 +28,8 @@ export class IndexerError extends Error {
 
 const REQUEST_TIMEOUT_MS = 30_000;
 
-/**
- * Wazuh alerts sort by `timestamp` (the manager's alert time, a date field) and, for alerts of
- * the same millisecond, by `id` (a keyword: `<epoch>.<offset>`, unique per manager), so a page
- * boundary never falls between two alerts that compare equal.
- */
-const SORT = [{ timestamp: { order: 'asc' } }, { id: { order: 'asc' } }];
-
-function searchBody(after: SortValue[] | undefined, size: number): Record<string, unknown> {
-  const from = after?.[0];
-  return {
-    size,
-    sort: SORT,
-    track_total_hits: false,
-    // The range lets OpenSearch skip whole daily indices older than the checkpoint before
-    // search_after filters inside the rest.
-    query:
-      typeof from === 'number'
-        ? { range: { timestamp: { gte: from, format: 'epoch_millis' } } }
-        : { match_all: {} },
-    ...(after ? { search_after: after } : {}),
-  };
-}
+/** What a search was for, as the read-cost metrics count it (docs/adapter.md "Late alerts"). */
+export type SearchPurpose = 'page' | 'unstamped' | 'window' | 'narrow' | 'reread' | 'count';
 
 function isSortValues(value: unknown): value is SortValue[] {
   return (
@@ -79,6 +59,20 @@ function parseHits(body: unknown): IndexedAlert[] {
       sort: hit.sort,
     };
   });
+}
+
+function parseHistogram(body: Record<string, unknown>): Map<number, number> {
+  const buckets = (body.aggregations as { buckets?: { buckets?: unknown } } | undefined)?.buckets
+    ?.buckets;
+  if (!Array.isArray(buckets))
+    throw new IndexerError('the indexer answered without aggregations.buckets', 502);
+  const counts = new Map<number, number>();
+  for (const b of buckets as { key?: unknown; doc_count?: unknown }[]) {
+    if (typeof b.key !== 'number' || typeof b.doc_count !== 'number')
+      throw new IndexerError('the indexer answered a bucket without key or doc_count', 502);
+    counts.set(b.key, b.doc_count);
+  }
+  return counts;
 }
 
 /** `error.type: reason` of an OpenSearch error body, else the start of the text. */
@@ -151,22 +145,35 @@ export function createIndexerClient(settings: IndexerSettings) {
     });
   }
 
+  async function query(body: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const { status, text } = await post(JSON.stringify(body), await authorization());
+    if (status !== 200)
+      throw new IndexerError(`indexer answered ${status}: ${describeError(text)}`, status);
+    try {
+      const parsed = JSON.parse(text) as unknown;
+      if (typeof parsed === 'object' && parsed !== null) return parsed as Record<string, unknown>;
+    } catch {
+      // answered below
+    }
+    throw new IndexerError('the indexer answered 200 with a body that is not a JSON object', 502);
+  }
+
   return {
-    /** The next `size` alerts after `after` (from the beginning when undefined), oldest first. */
-    async search(after: SortValue[] | undefined, size: number): Promise<IndexedAlert[]> {
-      const { status, text } = await post(
-        JSON.stringify(searchBody(after, size)),
-        await authorization(),
-      );
-      if (status !== 200)
-        throw new IndexerError(`indexer answered ${status}: ${describeError(text)}`, status);
-      let body: unknown;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        throw new IndexerError('the indexer answered 200 with a body that is not JSON', 502);
-      }
-      return parseHits(body);
+    /** The hits of a search, in its sort order (each with the `search_after` after it). */
+    async page(body: Record<string, unknown>): Promise<IndexedAlert[]> {
+      return parseHits(await query(body));
+    },
+    /** The `buckets` date histogram of an aggregation search: bucket start → documents. */
+    async histogram(body: Record<string, unknown>): Promise<Map<number, number>> {
+      return parseHistogram(await query(body));
+    },
+    /** `hits.total.value` of a search sent with `track_total_hits: true`. */
+    async total(body: Record<string, unknown>): Promise<number> {
+      const total = (await query(body)).hits as { total?: { value?: unknown } } | undefined;
+      const value = total?.total?.value;
+      if (typeof value !== 'number')
+        throw new IndexerError('the indexer answered a count without hits.total.value', 502);
+      return value;
     },
     close(): void {
       agent.destroy();

@@ -1,6 +1,7 @@
 import pkg from '../../package.json' with { type: 'json' };
 import { ConfigError } from '../config/env.ts';
 import type { Logger } from '../log/index.ts';
+import { createAdapterMetrics } from './adapter-metrics.ts';
 import { startHealthServer } from './health-server.ts';
 import { createHeartbeat } from './heartbeat.ts';
 import { createIndexerClient } from './indexer.ts';
@@ -26,6 +27,7 @@ export async function runAdapter(settings: AdapterSettings, logger: Logger): Pro
     logger,
   });
   const indexer = createIndexerClient(settings.indexer);
+  const metrics = createAdapterMetrics();
   const ingest = createIngestLoop({
     client,
     tokens,
@@ -33,6 +35,8 @@ export async function runAdapter(settings: AdapterSettings, logger: Logger): Pro
     index: settings.indexer.index,
     batchSize: settings.batchSize,
     pollMs: settings.pollMs,
+    lateMs: settings.lateMs,
+    metrics,
     logger,
     signal: stop.signal,
   });
@@ -49,20 +53,29 @@ export async function runAdapter(settings: AdapterSettings, logger: Logger): Pro
       alerts_delivered: ingest.status.alerts_delivered,
       alerts_duplicate: ingest.status.alerts_duplicate,
       alerts_refused: ingest.status.alerts_refused,
+      ingest_order: ingest.status.ingest_order,
+      alerts_late: ingest.status.alerts_late,
+      alerts_late_ingested: ingest.status.alerts_late_ingested,
+      alerts_late_in_window: ingest.status.alerts_late_in_window,
     }),
     logger,
     signal: stop.signal,
   });
   let server: Awaited<ReturnType<typeof startHealthServer>>;
   try {
-    server = await startHealthServer(settings.host, settings.port, () => ({
-      ready: heartbeat.state.ok && ingest.status.checkpoint_loaded,
-      details: {
-        svc: heartbeat.state.ok ? 'reachable' : 'unreachable',
-        tenant_state: heartbeat.state.tenantState ?? null,
-        ...ingest.status,
-      },
-    }));
+    server = await startHealthServer(
+      settings.host,
+      settings.port,
+      () => ({
+        ready: heartbeat.state.ok && ingest.status.checkpoint_loaded,
+        details: {
+          svc: heartbeat.state.ok ? 'reachable' : 'unreachable',
+          tenant_state: heartbeat.state.tenantState ?? null,
+          ...ingest.status,
+        },
+      }),
+      metrics.scrape,
+    );
   } catch (error) {
     indexer.close();
     throw new ConfigError(
@@ -81,6 +94,7 @@ export async function runAdapter(settings: AdapterSettings, logger: Logger): Pro
       api_url: settings.apiUrl,
       indexer_url: settings.indexer.url,
       index: settings.indexer.index,
+      late_window_seconds: settings.lateMs / 1000,
       host: settings.host,
       port: server.port,
       version: pkg.version,

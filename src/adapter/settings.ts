@@ -17,6 +17,8 @@ export interface AdapterSettings {
   indexer: IndexerSettings;
   batchSize: number;
   pollMs: number;
+  /** How long after its ingest stamp a document may become searchable and still be read once. */
+  lateMs: number;
   heartbeatMs: number;
   port: number;
   host: string;
@@ -62,6 +64,10 @@ export const ADAPTER_SETTINGS = {
     expected: 'an integer 1-500',
   },
   SVC_POLL_SECONDS: { schema: seconds, expected: 'a positive number of seconds, e.g. 2 or 0.5' },
+  SVC_LATE_WINDOW_SECONDS: {
+    schema: Type.Number({ minimum: 1, maximum: 86_400 }),
+    expected: 'a number of seconds from 1 to 86400, e.g. 900',
+  },
   SVC_HEARTBEAT_SECONDS: {
     schema: seconds,
     expected: 'a positive number of seconds, e.g. 30',
@@ -135,6 +141,9 @@ export function readAdapterSettings(env: Env, cwd = process.cwd()): AdapterSetti
     // Half a second: a caught-up alert waits half a poll on average before it is read, and
     // the ingest benchmark's p99 target (indexer to visible incident < 2 s) has no room for 2 s.
     pollMs: Math.round((read(env, 'SVC_POLL_SECONDS') ?? 0.5) * 1000),
+    // 15 minutes: a refresh that stalls, a bulk retried after a node restart, a shard that
+    // recovers; far beyond the seconds a healthy indexer takes to make a write searchable.
+    lateMs: Math.round((read(env, 'SVC_LATE_WINDOW_SECONDS') ?? 900) * 1000),
     heartbeatMs: Math.round((read(env, 'SVC_HEARTBEAT_SECONDS') ?? 30) * 1000),
     port: read(env, 'SVC_ADAPTER_PORT') ?? 8080,
     host: read(env, 'SVC_ADAPTER_HOST') ?? '0.0.0.0',

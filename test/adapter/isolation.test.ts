@@ -9,15 +9,14 @@ import { bearer, setState } from '../internal/support.ts';
 import { type AdapterProcess, startAdapter } from '../support/adapter-process.ts';
 import { client, seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { type IndexerStandIn, startIndexerStandIn } from '../support/indexer-stand-in.ts';
 import { signedInAs, TEST_HASH_PARAMS, TEST_PASSWORD } from '../support/sign-in.ts';
 import { type WazuhAlert, wazuhAlert } from '../support/wazuh-alerts.ts';
 import {
   type AdapterTenant,
+  type AlertIndices,
   adapterTenant,
+  alertIndices,
   eventually,
-  INDEXER_PASSWORD,
-  INDEXER_USER,
   storedSourceIds,
 } from './support.ts';
 
@@ -32,7 +31,8 @@ let db: TestDatabase;
 let api: TestApi;
 let system: SystemGate;
 let projector: Projector;
-const indexers: IndexerStandIn[] = [];
+/** Each tenant's own indices on the real engine (the run's shared OpenSearch node). */
+const indexers: { indices: AlertIndices; index: string }[] = [];
 const adapters: AdapterProcess[] = [];
 let a: AdapterTenant;
 let b: AdapterTenant;
@@ -142,12 +142,17 @@ async function subscribe(headers: Record<string, string>): Promise<EventStream> 
   };
 }
 
-async function startFor(tenant: AdapterTenant, alerts: WazuhAlert[]): Promise<IndexerStandIn> {
-  const indexer = await startIndexerStandIn({ username: INDEXER_USER, password: INDEXER_PASSWORD });
-  indexers.push(indexer);
-  indexer.append(...alerts);
-  adapters.push(await startAdapter(tenant.env(api.url, indexer)));
-  return indexer;
+async function startFor(tenant: AdapterTenant, alerts: WazuhAlert[]): Promise<void> {
+  const indices = await alertIndices();
+  const index = await indices.create('alerts', { shards: 3 });
+  indexers.push({ indices, index });
+  await indices.write(index, alerts, { refresh: 'wait_for' });
+  adapters.push(await startAdapter(tenant.env(api.url, indices, indices.env())));
+}
+
+async function append(n: number, alerts: WazuhAlert[]): Promise<void> {
+  const own = indexers[n];
+  if (own) await own.indices.write(own.index, alerts, { refresh: 'wait_for' });
 }
 
 async function allStored(tenantId: string, alerts: WazuhAlert[]): Promise<void> {
@@ -269,7 +274,6 @@ before(async () => {
 after(async () => {
   streamB?.close();
   for (const adapter of adapters) await adapter.stop();
-  for (const indexer of indexers) await indexer.close();
   await projector?.stop();
   await system?.close();
   await api?.close();
@@ -365,10 +369,10 @@ test("§6.2 §9.5.5 B's event stream carries B's alert events and not one of A's
   // A second round: A's adapter delivers a later alert first, then B's; the next thing on B's
   // stream is B's own.
   const laterA = alertsOf(ALPHA, 40, SQLI, 1, [80]);
-  indexers[0]?.append(...laterA);
+  await append(0, laterA);
   await allStored(a.tenantId, laterA);
   const laterB = alertsOf(BRAVO, 40, SYSCHECK, 2, [9]);
-  indexers[1]?.append(...laterB);
+  await append(1, laterB);
   const next = await streamB.next();
   assert.deepEqual(
     [next.data.type, next.data.payload.source_id],

@@ -16,6 +16,8 @@ import {
   storedSourceIds,
 } from './support.ts';
 
+// The stand-in indexer stays here: the last test needs 503s on demand (failNext), a fault the
+// real engine cannot produce; the svc outages need no indexer behaviour beyond a plain search.
 let db: TestDatabase;
 let api: TestApi | undefined;
 let indexer: IndexerStandIn | undefined;

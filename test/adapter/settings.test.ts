@@ -59,6 +59,16 @@ const CASES: [string, (v: Record<string, string>) => Record<string, string | und
       /^SVC_POLL_SECONDS: expected a positive number/,
     ],
     [
+      'lateness window under a second',
+      (v) => ({ ...v, SVC_LATE_WINDOW_SECONDS: '0.5' }),
+      /^SVC_LATE_WINDOW_SECONDS: expected a number of seconds from 1 to 86400, e\.g\. 900, got "0\.5"$/,
+    ],
+    [
+      'lateness window that is not a number',
+      (v) => ({ ...v, SVC_LATE_WINDOW_SECONDS: 'forever' }),
+      /^SVC_LATE_WINDOW_SECONDS: expected a number of seconds from 1 to 86400/,
+    ],
+    [
       'index pattern with a path',
       (v) => ({ ...v, SVC_INDEXER_INDEX: 'wazuh/../_all' }),
       /^SVC_INDEXER_INDEX: expected an index pattern/,

@@ -1,13 +1,24 @@
+import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { after, before } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { issueBootstrapCredential } from '../../src/domains/adapter/adapter-service.ts';
+import {
+  countAlerts,
+  createAlertIndex,
+  indexAlerts,
+  installAlertIndexSetup,
+  installWazuhTemplate,
+  type OpenSearchTarget,
+  refreshIndex,
+} from '../../testcluster/opensearch/alert-index.ts';
 import { adapterEnv, createSecretMounts, type SecretMounts } from '../support/adapter-process.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
 import { type IndexerStandIn, startIndexerStandIn } from '../support/indexer-stand-in.ts';
+import { sharedOpenSearch } from '../support/opensearch.ts';
 
 export const INDEXER_USER = 'admin';
 export const INDEXER_PASSWORD = 'indexer-Secret-9';
@@ -18,7 +29,7 @@ export interface AdapterTenant {
   /** The chart's environment for this tenant's adapter, at svc `apiUrl` and `indexer`. */
   env(
     apiUrl: string,
-    indexer: IndexerStandIn,
+    indexer: Pick<IndexerStandIn, 'url'>,
     extra?: Record<string, string>,
   ): Record<string, string>;
 }
@@ -116,6 +127,96 @@ export function useAdapterRig(slug: string): AdapterRig {
   });
   after(async () => {
     await rig.indexer?.close();
+    await rig.api?.close();
+    await rig.tenant?.mounts.remove();
+    await rig.db?.drop();
+  });
+  return rig;
+}
+
+/**
+ * A test's own alert indices on the run's shared real OpenSearch node, set up as a tenant
+ * indexer is: the chart's ingest pipeline and template (testcluster/opensearch/alert-index.ts)
+ * over a stand-in of Wazuh's. Its indices all match `pattern` (`wazuh-alerts-t<random>-*`, so
+ * the templates apply and no other test's alerts are seen): the adapter's SVC_INDEXER_INDEX.
+ */
+export interface AlertIndices {
+  url: string;
+  target: OpenSearchTarget;
+  pattern: string;
+  /** `<pattern without *><name>`, created with `shards` primaries and `refreshInterval`. */
+  create(name: string, options?: { shards?: number; refreshInterval?: string }): Promise<string>;
+  /** Writes through Filebeat's pipeline (and the chart's final pipeline). */
+  write(
+    index: string,
+    alerts: readonly Record<string, unknown>[],
+    options?: { refresh?: 'wait_for' | false },
+  ): Promise<void>;
+  refresh(index: string): Promise<void>;
+  /** Documents a search of the whole pattern sees now. */
+  count(): Promise<number>;
+  /** The environment the adapter needs for these indices. */
+  env(extra?: Record<string, string>): Record<string, string>;
+}
+
+let setUp: Promise<void> | undefined;
+
+export async function alertIndices(): Promise<AlertIndices> {
+  const node = await sharedOpenSearch();
+  const target: OpenSearchTarget = { url: node.url };
+  setUp ??= installWazuhTemplate(target).then(() => installAlertIndexSetup(target));
+  await setUp;
+  const prefix = `wazuh-alerts-t${randomBytes(5).toString('hex')}-`;
+  return {
+    url: node.url,
+    target,
+    pattern: `${prefix}*`,
+    async create(name, options = {}) {
+      await createAlertIndex(target, `${prefix}${name}`, options);
+      return `${prefix}${name}`;
+    },
+    write: (index, alerts, options = {}) =>
+      indexAlerts(target, index, alerts, { refresh: options.refresh ?? false }),
+    refresh: (index) => refreshIndex(target, index),
+    count: () => countAlerts(target, `${prefix}*`),
+    env: (extra = {}) => ({ SVC_INDEXER_INDEX: `${prefix}*`, ...extra }),
+  };
+}
+
+/** The adapter's stored checkpoint, as svc holds it (through the BYPASSRLS role). */
+export async function storedCheckpoint(
+  db: TestDatabase,
+  tenantId: string,
+): Promise<{ search_after: (number | string)[]; [key: string]: unknown } | undefined> {
+  const { rows } = await db.pools.mssp.query<{
+    position: { search_after: (number | string)[] };
+  }>(`SELECT position FROM ingest_checkpoints WHERE tenant_id = $1`, [tenantId]);
+  return rows[0]?.position;
+}
+
+/** One sample of the adapter's `/metrics` (0 when absent). */
+export async function adapterMetric(port: number, name: string, labels = ''): Promise<number> {
+  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const line = text.split('\n').find((l) => l.startsWith(`${name}${labels} `));
+  return line ? Number(line.split(' ')[1]) : 0;
+}
+
+/** One file's rig on the real engine: a test database, the real app, one adapter tenant. */
+export interface RealAdapterRig {
+  db: TestDatabase;
+  api: TestApi;
+  tenant: AdapterTenant;
+}
+
+/** Like useAdapterRig, with the indexer left to each test (alertIndices on the shared node). */
+export function useRealAdapterRig(slug: string): RealAdapterRig {
+  const rig = {} as RealAdapterRig;
+  before(async () => {
+    rig.db = await createTestDatabase();
+    rig.api = await startTestApi(rig.db);
+    rig.tenant = await adapterTenant(rig.db, slug);
+  });
+  after(async () => {
     await rig.api?.close();
     await rig.tenant?.mounts.remove();
     await rig.db?.drop();

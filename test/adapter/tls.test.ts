@@ -23,6 +23,9 @@ import {
 // (src/orchestrator/indexer-pki.ts; the chart mounts root-ca.pem as SVC_INDEXER_CA_FILE). The
 // stand-in serves the generated node certificate; the adapter reaches it under its in-cluster
 // name (test/support/cluster-dns.ts resolves it to loopback), so hostname checks are real.
+// The stand-in stays for the refusals: a TLS handshake refused by the client is the adapter's
+// doing, and a 13 s security node per case adds nothing; the real security plugin's sign-in
+// with svc's provisioned credential is proven on the real node (test/indexer-security/).
 
 const NAMESPACE = 'tenant-tls';
 const K = INDEXER_TLS_SECRET.keys;

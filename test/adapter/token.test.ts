@@ -5,20 +5,19 @@ import { auditRows, heartbeatRow, setState, tenantState } from '../internal/supp
 import { startAdapter } from '../support/adapter-process.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
-import { type IndexerStandIn, startIndexerStandIn } from '../support/indexer-stand-in.ts';
-import { adapterTenant, eventually, INDEXER_PASSWORD, INDEXER_USER } from './support.ts';
+import { type AlertIndices, adapterTenant, alertIndices, eventually } from './support.ts';
 
+// The indexer is the real engine (the run's shared OpenSearch node, this file's own indices).
 let db: TestDatabase;
 let api: TestApi;
-let indexer: IndexerStandIn;
+let indexer: AlertIndices;
 
 before(async () => {
   db = await createTestDatabase();
   api = await startTestApi(db);
-  indexer = await startIndexerStandIn({ username: INDEXER_USER, password: INDEXER_PASSWORD });
+  indexer = await alertIndices();
 });
 after(async () => {
-  await indexer.close();
   await api.close();
   await db.drop();
 });
@@ -27,7 +26,7 @@ test('§5.2 §8 weekly refresh: a rewritten token file is used without a restart
   const tenant = await adapterTenant(db, 'refresh');
   const first = await api.tokens.mintAdapter({ tenantId: tenant.tenantId });
   await tenant.mounts.writeToken(first.token);
-  const adapter = await startAdapter(tenant.env(api.url, indexer));
+  const adapter = await startAdapter(tenant.env(api.url, indexer, indexer.env()));
   try {
     await eventually(
       () => heartbeatRow(db, tenant.tenantId),
@@ -67,7 +66,7 @@ test('§4.4 a token svc refuses (tampered signature) is dropped: the adapter boo
   const signature = genuine.slice(genuine.lastIndexOf('.') + 1);
   const flipped = `${signature[0] === 'A' ? 'B' : 'A'}${signature.slice(1)}`;
   await tenant.mounts.writeToken(`${genuine.slice(0, genuine.lastIndexOf('.') + 1)}${flipped}`);
-  const adapter = await startAdapter(tenant.env(api.url, indexer));
+  const adapter = await startAdapter(tenant.env(api.url, indexer, indexer.env()));
   try {
     await adapter.waitForLog((l) => l.msg === 'svc refused the token file; bootstrapping instead');
     await eventually(
@@ -96,7 +95,7 @@ test('§4.4 a token of another tenant in the token file is never sent: the adapt
   const other = await adapterTenant(db, 'other');
   const foreign = (await api.tokens.mintAdapter({ tenantId: other.tenantId })).token;
   await mine.mounts.writeToken(foreign);
-  const adapter = await startAdapter(mine.env(api.url, indexer));
+  const adapter = await startAdapter(mine.env(api.url, indexer, indexer.env()));
   try {
     await adapter.waitForLog(
       (l) => l.msg === 'the token file holds no token of this tenant; bootstrapping instead',

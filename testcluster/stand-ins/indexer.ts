@@ -7,10 +7,15 @@ import type { AddressInfo } from 'node:net';
  * A local server speaking the subset of OpenSearch's `_search` API that the adapter uses on the
  * Wazuh indexer (DESIGN "tests run local servers speaking that protocol"): the index pattern in
  * the path (comma-separated, `*` wildcards; a pattern matching nothing answers no hits, as with
- * OpenSearch's default allow_no_indices), `size`, `sort` on `timestamp` (a date: epoch-millis
- * sort values) and keyword fields, `search_after`, `query` `match_all` or `range` on
- * `timestamp`, and HTTP basic auth. Errors come in OpenSearch's error JSON shape. With `tls` it
- * serves HTTPS with that certificate and key, as the real indexer does (test/adapter/tls.test.ts).
+ * OpenSearch's default allow_no_indices), `size`, `sort` on date fields (`timestamp`,
+ * `svc_ingested_at`: epoch-millis sort values) and keyword fields, `search_after`, `query`
+ * `match_all`, `range`, `term`, `terms`, `exists` and `bool` (`filter`, `must`, `must_not`),
+ * `_source.excludes`, `track_total_hits`, a `date_histogram` aggregation with a `fixed_interval`
+ * in ms, and HTTP basic auth. Like the tenant chart's ingest pipeline, it stamps every appended
+ * document with `svc_ingested_at` (unless started with `stamp: false`). Errors come in
+ * OpenSearch's error JSON shape. With `tls` it serves HTTPS with that certificate and key, as
+ * the real indexer does. The real engine (testcluster/opensearch/) replaced it wherever a test
+ * needs no fault the engine cannot produce on demand.
  */
 
 interface Doc {
@@ -69,10 +74,12 @@ function field(source: Record<string, unknown>, path: string): unknown {
   return value;
 }
 
+const DATE_FIELDS = new Set(['timestamp', '@timestamp', 'svc_ingested_at']);
+
 /** Dates sort by epoch millis (what OpenSearch returns as the sort value of a date field). */
 function sortValue(doc: Doc, key: string): SortValue {
   const value = field(doc.source, key);
-  if (key === 'timestamp' || key === '@timestamp') return Date.parse(String(value));
+  if (DATE_FIELDS.has(key)) return Date.parse(String(value));
   if (key === '_id') return doc.id;
   if (typeof value === 'number' || typeof value === 'string') return value;
   throw new SearchError(
@@ -110,7 +117,19 @@ function asMillis(value: unknown, format: unknown): number {
   return Date.parse(String(value));
 }
 
-/** match_all, or a range on a date field (gt, gte, lt, lte). */
+function fieldValue(doc: Doc, name: string): number | string | undefined {
+  const value = field(doc.source, name);
+  if (value === undefined || value === null) return undefined;
+  if (DATE_FIELDS.has(name)) return Date.parse(String(value));
+  return typeof value === 'number' ? value : String(value);
+}
+
+function bound(name: string, value: unknown, format: unknown): number | string {
+  if (!DATE_FIELDS.has(name)) return typeof value === 'number' ? value : String(value);
+  return asMillis(value, format);
+}
+
+/** match_all, range, terms, exists and bool (filter, must, must_not). */
 function matcher(query: unknown): (doc: Doc) => boolean {
   if (query === undefined) return () => true;
   const q = query as Record<string, unknown>;
@@ -120,17 +139,90 @@ function matcher(query: unknown): (doc: Doc) => boolean {
       Object.entries(q.range as Record<string, Record<string, unknown>>)[0] ?? [];
     if (!name || !spec) throw new SearchError(400, 'parsing_exception', 'malformed range');
     return (doc) => {
-      const v = Date.parse(String(field(doc.source, name)));
-      const bound = (k: string) => asMillis(spec[k], spec.format);
+      const v = fieldValue(doc, name);
+      if (v === undefined) return false;
+      const b = (k: string) => bound(name, spec[k], spec.format);
       return (
-        (spec.gt === undefined || v > bound('gt')) &&
-        (spec.gte === undefined || v >= bound('gte')) &&
-        (spec.lt === undefined || v < bound('lt')) &&
-        (spec.lte === undefined || v <= bound('lte'))
+        (spec.gt === undefined || v > b('gt')) &&
+        (spec.gte === undefined || v >= b('gte')) &&
+        (spec.lt === undefined || v < b('lt')) &&
+        (spec.lte === undefined || v <= b('lte'))
       );
     };
   }
+  if ('terms' in q) {
+    const [name, values] = Object.entries(q.terms as Record<string, unknown[]>)[0] ?? [];
+    if (!name || !Array.isArray(values))
+      throw new SearchError(400, 'parsing_exception', 'malformed terms');
+    const wanted = new Set(values.map((v) => bound(name, v, 'epoch_millis')));
+    return (doc) => {
+      const v = fieldValue(doc, name);
+      return v !== undefined && wanted.has(v);
+    };
+  }
+  if ('term' in q) {
+    const [name, spec] = Object.entries(q.term as Record<string, unknown>)[0] ?? [];
+    if (!name) throw new SearchError(400, 'parsing_exception', 'malformed term');
+    const value =
+      typeof spec === 'object' && spec !== null ? (spec as { value?: unknown }).value : spec;
+    const wanted = bound(name, value, 'epoch_millis');
+    return (doc) => fieldValue(doc, name) === wanted;
+  }
+  if ('exists' in q) {
+    const name = (q.exists as { field?: string }).field ?? '';
+    return (doc) => fieldValue(doc, name) !== undefined;
+  }
+  if ('bool' in q) {
+    const b = q.bool as Record<string, unknown>;
+    const list = (key: string) => {
+      const v = b[key];
+      return (v === undefined ? [] : Array.isArray(v) ? v : [v]).map(matcher);
+    };
+    const all = [...list('filter'), ...list('must')];
+    const none = list('must_not');
+    return (doc) => all.every((m) => m(doc)) && !none.some((m) => m(doc));
+  }
   throw new SearchError(400, 'parsing_exception', `unknown query [${Object.keys(q)[0]}]`);
+}
+
+/** The `date_histogram` aggregations of a search body over the matched documents. */
+function aggregate(aggs: unknown, docs: Doc[]): Record<string, unknown> | undefined {
+  if (aggs === undefined) return undefined;
+  const out: Record<string, unknown> = {};
+  for (const [name, spec] of Object.entries(aggs as Record<string, Record<string, unknown>>)) {
+    const histogram = spec.date_histogram as
+      | { field?: string; fixed_interval?: string; min_doc_count?: number }
+      | undefined;
+    const interval = /^(\d+)ms$/.exec(histogram?.fixed_interval ?? '');
+    if (!histogram?.field || !interval)
+      throw new SearchError(400, 'parsing_exception', `unsupported aggregation [${name}]`);
+    const width = Number(interval[1]);
+    const counts = new Map<number, number>();
+    for (const doc of docs) {
+      const v = fieldValue(doc, histogram.field);
+      if (typeof v !== 'number') continue;
+      const key = Math.floor(v / width) * width;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+    out[name] = {
+      buckets: [...counts]
+        .sort((a, b) => a[0] - b[0])
+        .map(([key, doc_count]) => ({
+          key,
+          key_as_string: new Date(key).toISOString(),
+          doc_count,
+        })),
+    };
+  }
+  return out;
+}
+
+function withoutFields(source: Record<string, unknown>, spec: unknown): Record<string, unknown> {
+  const excludes = (spec as { excludes?: unknown } | undefined)?.excludes;
+  if (!Array.isArray(excludes)) return source;
+  const copy = { ...source };
+  for (const name of excludes) delete copy[String(name)];
+  return copy;
 }
 
 function dailyIndex(source: Record<string, unknown>): string {
@@ -139,7 +231,13 @@ function dailyIndex(source: Record<string, unknown>): string {
 }
 
 export async function startIndexerStandIn(
-  options: { username?: string; password?: string; tls?: { cert: string; key: string } } = {},
+  options: {
+    username?: string;
+    password?: string;
+    tls?: { cert: string; key: string };
+    /** false: documents get no ingest stamp, as on an indexer without the chart's pipeline. */
+    stamp?: boolean;
+  } = {},
 ): Promise<IndexerStandIn> {
   const docs: Doc[] = [];
   const requests: SearchRequest[] = [];
@@ -176,26 +274,28 @@ export async function startIndexerStandIn(
       );
     }
     const matches = matcher(body.query);
-    const hits = docs
-      .filter((d) => patterns.some((p) => p.test(d.index)) && matches(d))
+    const matched = docs.filter((d) => patterns.some((p) => p.test(d.index)) && matches(d));
+    const hits = (size === 0 ? [] : matched)
       .map((d) => ({ doc: d, sort: keys.map((k) => sortValue(d, k.field)) }))
       .filter((h) => after === undefined || compare(h.sort, after, keys) > 0)
       .sort((a, b) => compare(a.sort, b.sort, keys));
+    const aggregations = aggregate(body.aggs, matched);
     return {
       took: Date.now() - started,
       timed_out: false,
       _shards: { total: 1, successful: 1, skipped: 0, failed: 0 },
       hits: {
-        total: { value: hits.length, relation: 'eq' },
+        total: { value: matched.length, relation: 'eq' },
         max_score: null,
         hits: hits.slice(0, size).map((h) => ({
           _index: h.doc.index,
           _id: h.doc.id,
           _score: null,
-          _source: h.doc.source,
+          _source: withoutFields(h.doc.source, body._source),
           sort: h.sort,
         })),
       },
+      ...(aggregations ? { aggregations } : {}),
     };
   }
 
@@ -261,8 +361,11 @@ export async function startIndexerStandIn(
     url: `${options.tls ? 'https' : 'http'}://127.0.0.1:${port}`,
     requests,
     append(...alerts) {
-      for (const source of alerts) {
-        docs.push({ index: dailyIndex(source), id: randomBytes(15).toString('base64url'), source });
+      // One stamp per append, like one bulk through the ingest pipeline.
+      const stamp = new Date().toISOString();
+      for (const alert of alerts) {
+        const source = options.stamp === false ? alert : { ...alert, svc_ingested_at: stamp };
+        docs.push({ index: dailyIndex(alert), id: randomBytes(15).toString('base64url'), source });
       }
     },
     failNext(count, status = 503) {

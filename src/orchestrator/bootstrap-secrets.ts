@@ -8,11 +8,15 @@ import {
   ensureIndexerUsers,
   INDEXER_SECURITY_SECRET,
 } from './indexer-security.ts';
+import { rollIndexerTlsReaders } from './indexer-tls-roll.ts';
 import { ADAPTER_TOKEN_SECRET, COMPONENT_BOOTSTRAP_SECRET } from './render.ts';
 import { StepFailure } from './step-failure.ts';
 
-/** What writing the indexer's PKI and users needs. */
-type IndexerSecretDeps = Pick<OrchestratorDeps, 'namespaces' | 'now' | 'logger' | 'provisioning'>;
+/** What writing the indexer's PKI and users (and rolling their readers) needs. */
+type IndexerSecretDeps = Pick<
+  OrchestratorDeps,
+  'namespaces' | 'now' | 'logger' | 'provisioning' | 'kubeConfig'
+>;
 
 const missing = (message: string) =>
   new StepFailure('bootstrap_secrets_written', 'install_secrets_missing', message);
@@ -76,9 +80,10 @@ export async function putBootstrapSecrets(
 /**
  * The tenant indexer's PKI (indexer-pki.ts) and its users (indexer-security.ts) in `namespace`,
  * each kept while still fit, and their references. Part of putBootstrapSecrets; also run before
- * a package upgrade, so a tenant installed before they existed gets them and certificates with
- * less than 30 days left are re-issued (docs/charts-tenant.md "Indexer TLS"). The indexer's
- * admin password is the one svc-bootstrap already holds in the namespace.
+ * a package upgrade or configuration change, so a tenant installed before they existed gets them
+ * and certificates with less than 30 days left are re-issued, their readers rolled
+ * (docs/charts-tenant.md "Indexer TLS and users"). The indexer's admin password is the one
+ * svc-bootstrap already holds in the namespace.
  */
 export async function ensureIndexerSecrets(
   deps: IndexerSecretDeps,
@@ -100,6 +105,15 @@ export async function ensureIndexerSecrets(
     );
   }
   await ensureIndexerUsers(deps.namespaces, namespace, adminPassword, labels);
+  // Before an upgrade or a configuration change the workloads exist: a new set rolls its
+  // readers (indexer-tls-roll.ts). At provisioning and refill nothing is installed yet.
+  const rolled = await rollIndexerTlsReaders(deps, namespace, pki.data);
+  if (rolled.length > 0) {
+    deps.logger.info(
+      { tenant_id: tenant.id, namespace, rolled },
+      'rolled the readers of the indexer PKI',
+    );
+  }
   const refs = [INDEXER_TLS_SECRET, ADAPTER_INDEXER_SECRET, INDEXER_SECURITY_SECRET];
   await deps.provisioning.recordSecretRefs(tenant.id, namespace, refs);
   return { secrets: refs.map((r) => r.name), pki: pki.action };

@@ -1,7 +1,7 @@
 // @peculiar/x509 2.x resolves its ASN.1 parsers through tsyringe, which needs the Reflect
 // metadata polyfill loaded first (a side-effect import, kept ahead of the library's).
 import 'reflect-metadata';
-import { createPrivateKey, randomBytes, webcrypto, X509Certificate } from 'node:crypto';
+import { createHash, createPrivateKey, randomBytes, webcrypto, X509Certificate } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 
 /**
@@ -46,7 +46,10 @@ const ALGORITHM = {
 
 export const CA_YEARS = 10;
 export const LEAF_YEARS = 2;
-/** A certificate with less left than this is re-issued by the next provisioning pass. */
+/**
+ * A certificate with less left than this is re-issued by the next pass (provisioning, upgrade,
+ * configuration change, namespace refill, and the periodic reconciler).
+ */
 export const RENEW_BEFORE_MS = 30 * 24 * 3_600_000;
 /** notBefore lies this far back, so a node whose clock is slightly behind accepts it. */
 const BACKDATE_MS = 5 * 60_000;
@@ -238,20 +241,53 @@ export interface SecretAccess {
 }
 
 /**
+ * Names one certificate set: a digest of its three certificates (each key belongs to its
+ * certificate, so the keys add nothing). The pods that read the set carry it as a pod-template
+ * annotation (indexer-tls-roll.ts), so a new set is a new pod template and the pods roll.
+ */
+export function indexerTlsRevision(data: Record<string, string>): string {
+  const k = INDEXER_TLS_SECRET.keys;
+  const digest = createHash('sha256');
+  for (const key of [k.ca, k.node, k.admin]) digest.update(data[key] ?? '').update('\0');
+  return digest.digest('hex').slice(0, 16);
+}
+
+/**
+ * When the set was issued: its node certificate's notBefore plus the backdating (second
+ * precision, as X.509 times are). Undefined when the certificate does not parse.
+ */
+export function indexerTlsIssuedAt(data: Record<string, string>): Date | undefined {
+  try {
+    const node = new X509Certificate(data[INDEXER_TLS_SECRET.keys.node] ?? '');
+    return new Date(Date.parse(node.validFrom) + BACKDATE_MS);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Keeps the namespace's `svc-indexer-tls` when it is fit for another 30 days, otherwise issues
  * and writes a new set (CA included: the CA never leaves the Secret, so a new one costs nothing
- * but the restart of the pods that read it). Safe to repeat on retry and resume.
+ * but the restart of the pods that read it). Safe to repeat on retry and resume. Returns the set
+ * now in the Secret.
+ *
+ * A "CA change" is any set whose certificates no longer chain to the `root-ca.pem` beside them
+ * (the CA replaced by hand, or a compromised CA swapped out): the whole set is issued anew under
+ * a new CA. An operator asks for a re-issue by deleting the Secret.
  */
 export async function ensureIndexerPki(
   secrets: SecretAccess,
   namespace: string,
   labels: Record<string, string>,
   now: Date,
-): Promise<{ action: 'kept' } | { action: 'issued'; reason: string }> {
+): Promise<
+  | { action: 'kept'; data: Record<string, string> }
+  | { action: 'issued'; reason: string; data: Record<string, string> }
+> {
   const current = await secrets.readSecret(namespace, INDEXER_TLS_SECRET.name);
   const reason = indexerPkiProblem(current, namespace, now);
-  if (reason === undefined) return { action: 'kept' };
+  if (reason === undefined && current) return { action: 'kept', data: current };
   const data = await issueIndexerPki(namespace, now);
   await secrets.putSecret(namespace, INDEXER_TLS_SECRET.name, data, labels);
-  return { action: 'issued', reason };
+  return { action: 'issued', reason: reason ?? 'missing', data };
 }

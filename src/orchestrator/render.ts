@@ -39,6 +39,8 @@ export interface RenderInput {
 export const ADAPTER_TOKEN_SECRET = { name: 'svc-adapter-token', key: 'token' } as const;
 /** The data-plane credentials copied from the install namespace (spec §9.4 items 2 and 4). */
 export const COMPONENT_BOOTSTRAP_SECRET = 'svc-bootstrap';
+/** The manager's enrollment certificate svc issues (enrollment-pki.ts), rendered as monitorIngress.tls.secretName. */
+export const ENROLLMENT_TLS_SECRET_NAME = 'svc-enrollment-tls';
 
 const checkValues = Compile(TenantValues);
 
@@ -134,6 +136,8 @@ export function renderTenantValues(input: RenderInput): TenantValues {
     monitorIngress: {
       ...(config.monitor_ingress ?? {}),
       ...(input.edgePorts ? { edgePorts: input.edgePorts } : {}),
+      // svc issues the enrollment certificate itself (enrollment-pki.ts): no external issuer.
+      tls: { issuerRef: '', secretName: ENROLLMENT_TLS_SECRET_NAME },
     },
     adapter: {
       image: settings.adapterImage,
@@ -195,6 +199,15 @@ function podResources(values: TenantValues): Array<[string, TenantValues['adapte
 type Problem = { path: string; message: string };
 
 /**
+ * The indexer pod's security-config sidecar (monitor subchart "monitor.indexerSidecarResources"),
+ * a fixed size the chart renders and the quota must hold too.
+ */
+export const INDEXER_SIDECAR_RESOURCES = {
+  requests: { cpu: '10m', memory: '64Mi' },
+  limits: { cpu: '250m', memory: '256Mi' },
+} as const;
+
+/**
  * Each container's requests and limits parse exactly, every limit is above zero (a zero memory
  * limit kills the container, a zero CPU limit throttles it to nothing) and no request exceeds
  * its limit (the API server would refuse the Pods, the Deployment would never become Ready).
@@ -242,7 +255,20 @@ function checkResources(values: TenantValues, problems: Problem[]) {
  */
 function assertResources(values: TenantValues): void {
   const problems: Problem[] = [];
-  const blocks = checkResources(values, problems);
+  const sidecar = INDEXER_SIDECAR_RESOURCES;
+  const blocks = [
+    ...checkResources(values, problems),
+    {
+      requests: {
+        cpu: parseQuantity('cpu', sidecar.requests.cpu),
+        memory: parseQuantity('memory', sidecar.requests.memory),
+      },
+      limits: {
+        cpu: parseQuantity('cpu', sidecar.limits.cpu),
+        memory: parseQuantity('memory', sidecar.limits.memory),
+      },
+    },
+  ];
   const q = values.resourceQuota;
   for (const side of ['requests', 'limits'] as const) {
     for (const key of ['cpu', 'memory'] as const) {

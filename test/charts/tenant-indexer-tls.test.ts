@@ -15,7 +15,7 @@ import {
 import { INDEXER_SECURITY_SECRET } from '../../src/orchestrator/indexer-security.ts';
 import { sampleTenantValues } from '../fixtures/tenant-values.ts';
 
-// The monitor subchart -svc-v2 (docs/charts-tenant.md "Indexer TLS"): the indexer serves svc's
+// The monitor subchart (docs/charts-tenant.md "Indexer TLS and users"): the indexer serves svc's
 // per-tenant certificate from the paths its rendered opensearch.yml names, with the DNs svc
 // issues; its security configuration is svc's Secret; the manager (filebeat) and the dashboard
 // verify it against the tenant CA and mount no key.

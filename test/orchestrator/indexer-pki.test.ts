@@ -17,6 +17,8 @@ import {
   INDEXER_TLS_SECRET,
   type IndexerTlsData,
   indexerPkiProblem,
+  indexerTlsIssuedAt,
+  indexerTlsRevision,
   issueIndexerPki,
   LEAF_YEARS,
   type SecretAccess,
@@ -194,17 +196,18 @@ test('ensureIndexerPki: issues once, keeps a valid Secret on retry, replaces one
   const store = secretStore();
   const labels = { 'managed-by': 'svc' };
   const first = await ensureIndexerPki(store, NAMESPACE, labels, NOW);
-  assert.deepEqual(first, { action: 'issued', reason: 'missing' });
   const key = `${NAMESPACE}/${INDEXER_TLS_SECRET.name}`;
   const written = store.data.get(key);
+  assert.deepEqual(first, { action: 'issued', reason: 'missing', data: written });
   assert.deepEqual(Object.keys(written ?? {}).sort(), Object.values(K).sort());
 
-  assert.deepEqual(await ensureIndexerPki(store, NAMESPACE, labels, NOW), { action: 'kept' });
+  assert.deepEqual(await ensureIndexerPki(store, NAMESPACE, labels, NOW), {
+    action: 'kept',
+    data: written,
+  });
   assert.deepEqual(
     await ensureIndexerPki(store, NAMESPACE, labels, new Date(NOW.getTime() + 365 * DAY)),
-    {
-      action: 'kept',
-    },
+    { action: 'kept', data: written },
   );
   assert.deepEqual(store.writes, [key], 'kept means not written again');
   assert.deepEqual(store.data.get(key), written);
@@ -284,4 +287,18 @@ test('the adapter’s indexer user: a generated password kept across retries, bc
     false,
   );
   assert.deepEqual(store.data.get(`${NAMESPACE}/${ADAPTER_INDEXER_SECRET.name}`), login);
+});
+
+test('a certificate set’s revision names its certificates (the readers’ pod-template annotation) and its issue time is read back from the node certificate', async () => {
+  const revision = indexerTlsRevision(issued);
+  assert.match(revision, /^[0-9a-f]{16}$/);
+  assert.equal(indexerTlsRevision({ ...issued }), revision, 'stable');
+  const other = await issueIndexerPki(NAMESPACE, NOW);
+  assert.notEqual(indexerTlsRevision(other), revision);
+  for (const key of [K.ca, K.node, K.admin]) {
+    assert.notEqual(indexerTlsRevision({ ...issued, [key]: other[key] }), revision, key);
+  }
+  // At second precision, as X.509 times are: NOW has none below the second.
+  assert.equal(indexerTlsIssuedAt(issued)?.toISOString(), NOW.toISOString());
+  assert.equal(indexerTlsIssuedAt({ ...issued, [K.node]: 'junk' }), undefined);
 });

@@ -21,6 +21,19 @@ them; src/orchestrator/indexer-pki.ts INDEXER_NODE_DN / INDEXER_ADMIN_DN, a test
 {{- define "monitor.indexerNodeDn" -}}CN=monitor-indexer,OU=indexer,O=svc-tenant{{- end -}}
 {{- define "monitor.indexerAdminDn" -}}CN=svc-indexer-admin,OU=indexer,O=svc-tenant{{- end -}}
 
+{{/*
+The indexer pod's security-config sidecar: a fixed size, not a value (svc's quota check adds it,
+src/orchestrator/render.ts INDEXER_SIDECAR_RESOURCES; a test holds them equal).
+*/}}
+{{- define "monitor.indexerSidecarResources" -}}
+requests:
+  cpu: 10m
+  memory: 64Mi
+limits:
+  cpu: 250m
+  memory: 256Mi
+{{- end -}}
+
 {{/* Where the indexer image reads its configuration (OPENSEARCH_PATH_CONF). */}}
 {{- define "monitor.indexerHome" -}}/usr/share/wazuh-indexer{{- end -}}
 

@@ -40,6 +40,12 @@ export interface Route<
   /** Responses that are a stream rather than JSON (server-sent events). */
   stream?: 'text/event-stream';
   /**
+   * A GET that writes: an audited secret reveal, whose audit row commits with the answer. Its
+   * session is checked before it runs, like a state change's, instead of being confirmed in the
+   * read's own round trip (whose transaction is READ ONLY, docs/auth.md).
+   */
+  writes?: true;
+  /**
    * Other representations of the success response, by media type, for a route that also
    * serves something other than JSON (an export chosen by a query parameter). Documentation
    * only: the typed client reads the JSON representation.

@@ -2,6 +2,7 @@ import { msspAuditContract } from './audit.ts';
 import { msspBrandingContract } from './branding.ts';
 import { msspConfigContract } from './config.ts';
 import { msspCrossTenantContract } from './cross-tenant.ts';
+import { msspEnrollmentContract } from './enrollment.ts';
 import { msspFleetContract } from './fleet.ts';
 import { msspImpersonationContract } from './impersonation.ts';
 import { msspLlmContract } from './llm.ts';
@@ -16,6 +17,13 @@ export { AuditRow, msspAuditContract } from './audit.ts';
 export { BrandingUpdate, BrandingView, msspBrandingContract } from './branding.ts';
 export { msspConfigContract } from './config.ts';
 export { FleetIncident, FleetReview, msspCrossTenantContract } from './cross-tenant.ts';
+export {
+  EnrollmentRotation,
+  EnrollmentView,
+  InstallCommands,
+  ManagerEndpoint,
+  msspEnrollmentContract,
+} from './enrollment.ts';
 export { msspFleetContract } from './fleet.ts';
 export { msspImpersonationContract } from './impersonation.ts';
 export { LlmUsageDay, msspLlmContract, TriagePolicyView } from './llm.ts';
@@ -55,4 +63,5 @@ export const msspContract = {
   ...msspLlmContract,
   ...msspBrandingContract,
   ...msspConfigContract,
+  ...msspEnrollmentContract,
 } as const;

@@ -24,6 +24,7 @@ import {
 import { type AuditRetention, createAuditRetention } from '../domains/audit/audit-retention.ts';
 import { createAuditService } from '../domains/audit/audit-service.ts';
 import { createBrandingService } from '../domains/branding/branding-service.ts';
+import { createEnrollmentService } from '../domains/enrollment/enrollment-service.ts';
 import { createEventHub, type EventHub } from '../domains/events/index.ts';
 import { createIngestService } from '../domains/ingest/ingest-service.ts';
 import { createIngestRateLimiter } from '../domains/ingest/rate-limit.ts';
@@ -79,6 +80,7 @@ import {
 import { type OutboundPolicy, type SafeFetchInit, safeFetch } from '../net/outbound-url.ts';
 import { BUNDLED_CHARTS_DIR, loadChartCatalog } from '../orchestrator/catalog.ts';
 import type { OrchestratorDeps, OrchestratorTiming, TenancyDeps } from '../orchestrator/context.ts';
+import { enrollmentCluster } from '../orchestrator/enrollment-cluster.ts';
 import { ensureInstall } from '../orchestrator/install.ts';
 import { createOrchestrator } from '../orchestrator/orchestrator.ts';
 import { orchestratorDeps, SYSTEM_VERSION, type TenancyRuntime } from '../orchestrator/runtime.ts';
@@ -252,6 +254,12 @@ export function composeServices(core: Core, input: ApiInput = {}): ApiServices {
     branding: createBrandingService({ db, revise: tenantConfig.brandingChanged }),
     tenantConfig,
     llm: composeLlm(core, input.secrets, policy),
+    enrollment: createEnrollmentService({
+      db,
+      secrets: input.secrets,
+      cluster: input.tenancy?.enrollment,
+      now,
+    }),
   };
 }
 
@@ -385,6 +393,7 @@ export async function composeOrchestration(
       decommissionGraceMs: deps.timing.decommissionGraceMs,
       catalog,
       previewValues: valuesPreview(deps),
+      enrollment: enrollmentCluster(deps),
     },
     async stop() {
       await orchestrator.stop();

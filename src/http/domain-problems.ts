@@ -6,6 +6,7 @@ import {
   InvalidBootstrapCredentialError,
 } from '../domains/adapter/adapter-types.ts';
 import { InvalidBrandingError, UnknownTenantError } from '../domains/branding/branding-types.ts';
+import { EnrollmentNotReadyError } from '../domains/enrollment/enrollment-types.ts';
 import { IngestRateLimitedError, InvalidAlertsError } from '../domains/ingest/ingest-types.ts';
 import { InvalidPolicyError } from '../domains/llm/llm-types.ts';
 import { AlreadyAtVersionError } from '../domains/provisioning/provisioning-errors.ts';
@@ -99,6 +100,7 @@ row(InvalidStateError, (error) => ({
   extra: error.state === undefined ? {} : { state: error.state },
 }));
 row(SlugTakenError, (error) => ({ status: 409, title: error.message }));
+row(EnrollmentNotReadyError, (error) => ({ status: 409, title: error.message }));
 row(ConfigInvalidError, (error) =>
   error.code === 'config_invalid'
     ? { status: 422, title: 'The configuration cannot be used', extra: { errors: error.errors } }

@@ -1,6 +1,7 @@
 import type { Tenant } from '../domains/tenants/tenant-types.ts';
 import { ensureIndexerSecrets } from './bootstrap-secrets.ts';
 import type { OrchestratorDeps } from './context.ts';
+import { ensureEnrollmentTls } from './enrollment-cluster.ts';
 import { renderFor } from './release.ts';
 import { namespaceOf } from './render.ts';
 import { rollOut } from './rollout.ts';
@@ -36,6 +37,8 @@ export async function advanceConfigChange(
     namespace,
     async () => {
       await ensureIndexerSecrets(deps, tenant, namespace);
+      // A changed monitor_ingress.hostname is a new name on the enrollment certificate.
+      await ensureEnrollmentTls(deps, tenant);
       return renderFor(deps, tenant, version, target);
     },
     signal,

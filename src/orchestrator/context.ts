@@ -2,6 +2,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { HelmRunner } from '../cluster/helm.ts';
 import type { NamespaceStore } from '../cluster/namespaces.ts';
 import type { SecretStore } from '../cluster/secrets.ts';
+import type { EnrollmentCluster } from '../domains/enrollment/enrollment-types.ts';
 import type { ProvisioningService } from '../domains/provisioning/provisioning-service.ts';
 import type { ValuesPreview } from '../domains/tenants/tenant-config.ts';
 import type { Logger } from '../log/index.ts';
@@ -80,6 +81,8 @@ export interface TenancyDeps {
   catalog: ChartCatalog;
   /** Renders a new tenant's package values as the orchestrator will (creation validates them). */
   previewValues?: ValuesPreview | undefined;
+  /** Agent enrollment's cluster side (enrollment-cluster.ts): manager address, CA, password, restart. */
+  enrollment?: EnrollmentCluster | undefined;
 }
 
 export { ORCHESTRATOR_ACTOR } from '../domains/provisioning/provisioning-types.ts';

@@ -6,6 +6,7 @@ import { putBootstrapSecrets } from './bootstrap-secrets.ts';
 import { type OrchestratorDeps, tenantClusterRole } from './context.ts';
 import { allocateEdgePorts } from './edge-ports.ts';
 import { syncEdgeProxyAfter } from './edge-proxy.ts';
+import { ensureEnrollmentTls } from './enrollment-cluster.ts';
 import { awaitReadiness } from './readiness.ts';
 import { installPackage } from './release.ts';
 import { namespaceLabels, namespaceOf } from './render.ts';
@@ -78,7 +79,13 @@ async function runStep(
       return record(deps, tenant.id, step, await createNamespace(deps, tenant, namespace));
     case 'bootstrap_secrets_written': {
       const written = await putBootstrapSecrets(deps, tenant, namespace);
-      return record(deps, tenant.id, step, { namespace, ...written });
+      // The manager's enrollment certificate, mounted by the package installed next.
+      const enrollment = await ensureEnrollmentTls(deps, tenant);
+      return record(deps, tenant.id, step, {
+        namespace,
+        ...written,
+        enrollment_tls: { ca: enrollment.ca, certificate: enrollment.certificate },
+      });
     }
     case 'edge_ports_allocated': {
       const allocation = await edgePortsFor(deps, tenant.id);

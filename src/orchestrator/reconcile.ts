@@ -3,6 +3,8 @@ import type { Drift, DriftFinding } from '../domains/provisioning/provisioning-t
 import type { Tenant } from '../domains/tenants/tenant-types.ts';
 import { putBootstrapSecrets } from './bootstrap-secrets.ts';
 import type { OrchestratorDeps } from './context.ts';
+import { renewEnrollmentTls } from './enrollment-cluster.ts';
+import { renewIndexerTls } from './indexer-tls-roll.ts';
 import { installRelease, RELEASE_NAME } from './release.ts';
 import { namespaceLabels, namespaceOf } from './render.ts';
 import { bindServiceIdentity } from './service-identity.ts';
@@ -46,9 +48,11 @@ export type { Drift, DriftFinding };
  * Secrets (a retry needs them). Provisioning and decommissioning tenants belong to their flows.
  * Repaired, for an active tenant only: a missing namespace svc's record says svc created is
  * recreated (labels, svc's RoleBinding, the namespace Secrets), a missing release re-installed
- * at the tenant's chart version. Never repaired: a namespace without svc's labels (someone
- * else's; reported, not adopted), a release helm reports in another state, a lost install
- * Secret (its credentials exist nowhere else).
+ * at the tenant's chart version. The indexer's certificates are renewed when they expire within
+ * 30 days or no longer chain to their CA, and their readers rolled (indexer-tls-roll.ts); a
+ * routine renewal is maintenance, logged, not drift. Never repaired: a namespace without svc's
+ * labels (someone else's; reported, not adopted), a release helm reports in another state, a
+ * lost install Secret (its credentials exist nowhere else).
  */
 export async function reconcileTenant(
   deps: OrchestratorDeps,
@@ -75,7 +79,20 @@ export async function reconcileTenant(
     }
   }
   if (tenant.state === 'active') {
-    findings.push(...(await checkPackage(deps, tenant, createdNamespace)));
+    const found = await checkPackage(deps, tenant, createdNamespace);
+    findings.push(...found);
+    // Only in svc's own namespace, present (or just recreated, whose refill issued the set).
+    if (!found.some((f) => f.object === 'namespace' && f.repair !== 'recreated')) {
+      await renewIndexerTls(deps, tenant).catch((error: unknown) =>
+        deps.logger.warn(
+          { err: error, tenant_id: tenant.id },
+          'indexer TLS renewal failed; retried on the next pass',
+        ),
+      );
+      // The enrollment certificate follows the addresses agents use (a load balancer assigned
+      // after the install) and its expiry (docs/enrollment.md "What svc does").
+      await renewEnrollmentTls(deps, tenant);
+    }
   }
   return recordDrift(deps, tenant, findings);
 }

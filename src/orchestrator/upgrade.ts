@@ -1,5 +1,6 @@
 import { ensureIndexerSecrets } from './bootstrap-secrets.ts';
 import type { OrchestratorDeps } from './context.ts';
+import { ensureEnrollmentTls } from './enrollment-cluster.ts';
 import { renderFor } from './release.ts';
 import { namespaceOf } from './render.ts';
 import { rollOut } from './rollout.ts';
@@ -27,8 +28,12 @@ export async function advanceUpgrade(
     namespace,
     async () => {
       // The indexer PKI and users the package mounts: written for a tenant installed before
-      // they existed, re-issued when a certificate has less than 30 days left.
+      // they existed, re-issued when a certificate has less than 30 days left (the readers
+      // rolled, indexer-tls-roll.ts). An indexer whose security index predates them gets svc's
+      // users from the chart's security-config sidecar (docs/charts-tenant.md).
       await ensureIndexerSecrets(deps, tenant, namespace);
+      // The manager's enrollment certificate, for a tenant installed before svc issued it.
+      await ensureEnrollmentTls(deps, tenant);
       return renderFor(deps, tenant, target);
     },
     signal,

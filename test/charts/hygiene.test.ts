@@ -119,8 +119,9 @@ function edgeTenantValues(): Manifest {
   const values: Manifest = sampleTenantValues();
   values.monitorIngress.mode = 'edge-proxy';
   values.monitorIngress.edgePorts = { events: 31514, enrollment: 31515 };
-  values.monitorIngress.tls = { issuerRef: 'letsencrypt', secretName: 'acme-enrollment-tls' };
-  values.global.monitorTlsSecretName = 'acme-enrollment-tls';
+  // svc issues the enrollment certificate itself (docs/enrollment.md): no issuer to name.
+  values.monitorIngress.tls = { issuerRef: '', secretName: 'svc-enrollment-tls' };
+  values.global.monitorTlsSecretName = 'svc-enrollment-tls';
   return values;
 }
 

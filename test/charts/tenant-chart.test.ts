@@ -116,8 +116,8 @@ const [sample, external, edge, byTag, noPolicies, storage] = await Promise.all([
     variant((v) => {
       v.monitorIngress.mode = 'edge-proxy';
       v.monitorIngress.edgePorts = { events: 31514, enrollment: 31515 };
-      v.monitorIngress.tls = { issuerRef: 'letsencrypt', secretName: 'acme-enrollment-tls' };
-      v.global.monitorTlsSecretName = 'acme-enrollment-tls';
+      v.monitorIngress.tls = { issuerRef: '', secretName: 'svc-enrollment-tls' };
+      v.global.monitorTlsSecretName = 'svc-enrollment-tls';
     }),
   ),
   render(
@@ -163,6 +163,7 @@ test('§9.5.1 render: the whole tenant data plane, every object in the release n
   const names = sample.map((o) => `${o.kind}/${o.metadata.name}`).sort();
   assert.deepEqual(names, [
     'ConfigMap/monitor-indexer-config',
+    'ConfigMap/monitor-indexer-setup',
     'Deployment/analysis',
     'Deployment/cases',
     'Deployment/monitor-dashboard',
@@ -241,22 +242,24 @@ test('§8 the ResourceQuota holds the tenant defaults (limits.cpu 8) and admits 
   const cpu = (q: string) => (q.endsWith('m') ? Number(q.slice(0, -1)) : Number(q) * 1000);
   const mib = (q: string) => Number.parseFloat(q) * (q.endsWith('Gi') ? 1024 : 1);
   const total = (pick: (c: Manifest) => number) => containers.reduce((sum, c) => sum + pick(c), 0);
-  // Spec §2.9 sizes: 2.15 CPU / 7.875Gi requested, 7.5 CPU / 15.75Gi limits, 4 PVCs, 8 pods.
+  // Spec §2.9 sizes: 2.15 CPU / 7.875Gi requested, 7.5 CPU / 15.75Gi limits, 4 PVCs, 8 pods;
+  // plus the indexer's security-config sidecar (render.ts INDEXER_SIDECAR_RESOURCES): 10m /
+  // 64Mi requested, 250m / 256Mi limits.
   assert.equal(
     total((c) => cpu(c.resources.requests.cpu)),
-    2150,
+    2150 + 10,
   );
   assert.equal(
     total((c) => mib(c.resources.requests.memory)),
-    7.875 * 1024,
+    7.875 * 1024 + 64,
   );
   assert.equal(
     total((c) => cpu(c.resources.limits.cpu)),
-    7500,
+    7500 + 250,
   );
   assert.equal(
     total((c) => mib(c.resources.limits.memory)),
-    15.75 * 1024,
+    15.75 * 1024 + 256,
   );
   assert.equal(sample.filter((o) => o.kind === 'StatefulSet').length, 4);
   const limitRange = find(sample, 'LimitRange', 'svc-tenant-limits');
@@ -291,18 +294,37 @@ test('§2.9 the monitoring Service exposes 1514 and 1515: LoadBalancer by defaul
   assert.equal(proxied.spec.ports.length, 2);
   assert.equal(proxied.metadata.annotations['svc/edge-port-events'], '31514');
   assert.equal(proxied.metadata.annotations['svc/edge-port-enrollment'], '31515');
-  assert.equal(proxied.metadata.annotations['svc/enrollment-tls-issuer'], 'letsencrypt');
+  // The certificate is svc's (docs/enrollment.md): no annotation names a Secret or an issuer.
+  for (const service of [proxied, lb]) {
+    assert.deepEqual(
+      Object.keys(service.metadata.annotations).filter((k) => k.startsWith('svc/enrollment-tls')),
+      [],
+    );
+  }
   assert.equal(lb.metadata.annotations['svc/edge-port-events'], undefined);
 });
 
-test('§2.9 the enrollment certificate is mounted into the manager only when monitorIngress.tls.secretName is set', () => {
+test('§2.9 the enrollment certificate is mounted into the manager only when monitorIngress.tls.secretName is set, as authd’s own sslmanager.cert and .key', () => {
+  const manager = (objects: Manifest[]) =>
+    find(objects, 'StatefulSet', 'monitor-manager').spec.template.spec;
   const volumes = (objects: Manifest[]) =>
-    find(objects, 'StatefulSet', 'monitor-manager').spec.template.spec.volumes.map(
-      (v: Manifest) => v.secret?.secretName,
-    );
-  assert.ok(volumes(edge).includes('acme-enrollment-tls'));
-  assert.ok(!volumes(sample).includes('acme-enrollment-tls'));
+    manager(objects).volumes.map((v: Manifest) => v.secret?.secretName);
+  assert.ok(volumes(edge).includes('svc-enrollment-tls'));
+  assert.ok(!volumes(sample).includes('svc-enrollment-tls'));
   assert.deepEqual(volumes(sample), ['svc-bootstrap', 'svc-indexer-tls']);
+  const volume = manager(edge).volumes.find((v: Manifest) => v.name === 'enrollment-tls');
+  // The certificate and its key only: the CA beside them in the Secret is for agents.
+  assert.deepEqual(
+    volume.secret.items.map((i: Manifest) => i.key),
+    ['sslmanager.cert', 'sslmanager.key'],
+  );
+  const mounts = manager(edge)
+    .containers[0].volumeMounts.filter((m: Manifest) => m.name === 'enrollment-tls')
+    .map((m: Manifest) => [m.mountPath, m.subPath, m.readOnly]);
+  assert.deepEqual(mounts, [
+    ['/wazuh-config-mount/etc/sslmanager.cert', 'sslmanager.cert', true],
+    ['/wazuh-config-mount/etc/sslmanager.key', 'sslmanager.key', true],
+  ]);
 });
 
 test('§2.9 with integrations.externalAnalyzerUrl set the analysis subchart is not rendered', () => {
@@ -759,6 +781,13 @@ const DRIFT: Array<[string, (v: Manifest) => void, RegExp]> = [
       v.monitorIngress.tls.secretName = 'x-tls';
     },
     /global\.monitorTlsSecretName must equal/,
+  ],
+  [
+    'an external issuer for the enrollment certificate, which svc issues itself',
+    (v) => {
+      v.monitorIngress.tls.issuerRef = 'letsencrypt';
+    },
+    /monitorIngress\.tls\.issuerRef must be empty/,
   ],
   [
     'edge-proxy without its port pair',

@@ -156,6 +156,8 @@ test('§9.4 create → namespace with §2.5 labels, bootstrap Secrets, package R
       `adapter-token=${namespace}/svc-adapter-token`,
       `bootstrap=${o.installNamespace}/tenant-${id}-bootstrap`,
       `component-bootstrap=${namespace}/svc-bootstrap`,
+      `enrollment-ca=${o.installNamespace}/tenant-${id}-enrollment-ca`,
+      `enrollment-tls=${namespace}/svc-enrollment-tls`,
       `indexer-security=${namespace}/svc-indexer-security`,
       `indexer-tls=${namespace}/svc-indexer-tls`,
       `llm=${o.installNamespace}/tenant-${id}-llm`,

@@ -297,7 +297,8 @@ test("§9.4 §5.8 svc provisions a tenant as its own ServiceAccount, confined by
     [['ServiceAccount', serviceAccount, installNamespace]],
   );
 
-  // Secrets in the install namespace (by the API) and in the tenant namespace (orchestrator).
+  // Secrets in the install namespace (by the API; the enrollment CA by the orchestrator) and in
+  // the tenant namespace (orchestrator).
   const { rows: refs } = await o.db.pools.mssp.query<{ namespace: string; name: string }>(
     'SELECT namespace, name FROM tenant_secrets WHERE tenant_id = $1',
     [id],
@@ -305,6 +306,8 @@ test("§9.4 §5.8 svc provisions a tenant as its own ServiceAccount, confined by
   assert.deepEqual(refs.map((r) => r.namespace).sort(), [
     installNamespace,
     installNamespace,
+    installNamespace,
+    namespace,
     namespace,
     namespace,
     namespace,

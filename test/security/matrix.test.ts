@@ -381,6 +381,20 @@ const MATRIX: Record<string, Row> = {
     body: () => ({ display_name: 'Matrix' }),
     expect: { ...declared(M.putConfig, 409), ...NO_USER },
   },
+  // Only an active tenant's manager enrolls agents: authorized callers meet invalid_state, before
+  // anything is read from the cluster or audited.
+  'GET /api/mssp/tenants/{pending}/enrollment': {
+    route: M.getEnrollment,
+    method: 'GET',
+    path: () => `/api/mssp/tenants/${pendingTenant}/enrollment`,
+    expect: { ...declared(M.getEnrollment, 409), ...NO_USER },
+  },
+  'POST /api/mssp/tenants/{pending}:rotate-enrollment': {
+    route: M.rotateEnrollment,
+    method: 'POST',
+    path: () => `/api/mssp/tenants/${pendingTenant}:rotate-enrollment`,
+    expect: { ...declared(M.rotateEnrollment, 409), ...NO_USER },
+  },
   'GET /api/mssp/tenants/{A}/config/revisions': {
     route: M.listConfigRevisions,
     method: 'GET',

@@ -63,7 +63,7 @@ export interface SvcProcess {
  * it; the first admin's generated password is read from its stderr and changed at once, so
  * tests sign in as an admin without the forced change unless they ask for it.
  */
-export async function startSvc(): Promise<SvcProcess> {
+export async function startSvc(extraEnv: Record<string, string> = {}): Promise<SvcProcess> {
   const dataDir = await mkdtemp(path.join(tmpdir(), 'svc-web-'));
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {
@@ -75,6 +75,7 @@ export async function startSvc(): Promise<SvcProcess> {
     // Every sign-in of a file comes from 127.0.0.1; the default 100 per 15 minutes would
     // turn the later tests of a file into 429s.
     SVC_LOGIN_RATE_LIMIT_IP: '10000',
+    ...extraEnv,
   };
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
     cwd: ROOT,
@@ -306,11 +307,16 @@ export interface OpenOptions {
  * Contexts opened through `open` are closed with the browser. `seed` runs in the same hook once
  * svc answers (a file's own `before` is not ordered after this one).
  */
-export function webSuite(seed?: (svc: SvcProcess) => Promise<void>): WebSuite {
+export function webSuite(
+  seed?: (svc: SvcProcess) => Promise<void>,
+  /** More settings for svc (e.g. KUBECONFIG of the test cluster), made before it starts. */
+  env?: () => Promise<Record<string, string>>,
+): WebSuite {
   let svc: SvcProcess | undefined;
   let browser: Browser | undefined;
   before(async () => {
-    [svc, browser] = await Promise.all([startSvc(), launchBrowser()]);
+    const extraEnv = (await env?.()) ?? {};
+    [svc, browser] = await Promise.all([startSvc(extraEnv), launchBrowser()]);
     await seed?.(svc);
   });
   after(async () => {

@@ -6,6 +6,7 @@ import { useIdentity } from '../shared/auth.tsx';
 import { tenantEventsUrl, useTenantEvents } from '../shared/events.ts';
 import { ScrollTable } from '../shared/ScrollTable.tsx';
 import { Empty, ErrorState, QueryView } from '../shared/states.tsx';
+import { AgentsSection } from './AgentsSection.tsx';
 import { BrandingSection } from './BrandingSection.tsx';
 import { ConfigurationSection } from './ConfigurationSection.tsx';
 import { Field } from './Field.tsx';
@@ -85,6 +86,7 @@ export function TenantPage() {
           )}
           <Progress tenant={t} lifecycle={lifecycle} />
           <Actions tenant={t} />
+          <AgentsSection tenant={t} />
           <BrandingSection tenantId={t.id} />
           <ConfigurationSection tenantId={t.id} />
           <h2>Lifecycle</h2>

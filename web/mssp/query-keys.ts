@@ -44,6 +44,8 @@ export const msspKeys = {
   policy: (tenantId: string) => [MSSP, 'policy', tenantId] as const,
   llmUsage: (tenantId: string) => [MSSP, 'llm-usage', tenantId] as const,
   branding: (tenantId: string) => [MSSP, 'branding', tenantId] as const,
+  /** One tenant's revealed enrollment details (AgentsSection: fetched only after a confirmation). */
+  enrollment: (tenantId: string) => [MSSP, 'enrollment', tenantId] as const,
   /** Everything read as the customer of one tenant (removed when the view ends). */
   viewAs: (tenantId: string) => [VIEW_AS, tenantId] as const,
   viewAsIncidents: (tenantId: string) => [VIEW_AS, tenantId, 'incidents'] as const,

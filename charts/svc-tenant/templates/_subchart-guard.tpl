@@ -26,6 +26,9 @@ source. Compared as JSON, so key order and YAML spelling do not matter. Helm its
 {{- if ne (toJson $v.global.labels) (toJson $v.namespaceLabels) -}}
 {{- fail (printf "values: global.labels must equal namespaceLabels; got %s, namespaceLabels is %s" (toJson $v.global.labels) (toJson $v.namespaceLabels)) -}}
 {{- end -}}
+{{- with $v.monitorIngress.tls.issuerRef -}}
+{{- fail (printf "values: monitorIngress.tls.issuerRef must be empty: svc issues the enrollment certificate into monitorIngress.tls.secretName itself (docs/enrollment.md), nothing would act on issuer %q" .) -}}
+{{- end -}}
 {{- if ne $v.global.monitorTlsSecretName $v.monitorIngress.tls.secretName -}}
 {{- fail (printf "values: global.monitorTlsSecretName must equal monitorIngress.tls.secretName (%q)" $v.monitorIngress.tls.secretName) -}}
 {{- end -}}

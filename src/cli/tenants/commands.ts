@@ -11,6 +11,7 @@ import {
   suspend,
   upgrade,
 } from './actions.ts';
+import { enrollment } from './enrollment.ts';
 import { CliError } from './session.ts';
 
 /**
@@ -77,6 +78,15 @@ export function registerTenantCommands(program: Command): void {
     .option('--limit <n>', 'at most this many (1-200)', '50')
     .addOption(jsonOption())
     .action(run(incidents));
+  tenants
+    .command('enrollment')
+    .description(
+      "What an agent install needs to join an active tenant's manager (address, password, CA, commands); audited",
+    )
+    .argument('<id|slug>')
+    .option('--rotate', 'replace the enrollment password first; the manager restarts', false)
+    .addOption(jsonOption())
+    .action(run(enrollment));
   tenants
     .command('decommission')
     .description('Start decommissioning an active tenant (the grace period begins)')

@@ -17,6 +17,8 @@ export function installSecretNames(tenantId: string) {
     llm: `tenant-${tenantId}-llm`,
     integrations: `tenant-${tenantId}-integrations`,
     bootstrap: `tenant-${tenantId}-bootstrap`,
+    /** svc's CA for the tenant's agent enrollment (src/orchestrator/enrollment-pki.ts). */
+    enrollmentCa: `tenant-${tenantId}-enrollment-ca`,
   };
 }
 

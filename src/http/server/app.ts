@@ -9,6 +9,7 @@ import type { AuthConfig, AuthMode } from '../../config/index.ts';
 import type { AdapterService } from '../../domains/adapter/adapter-service.ts';
 import type { AuditService } from '../../domains/audit/audit-service.ts';
 import type { BrandingService } from '../../domains/branding/branding-service.ts';
+import type { EnrollmentService } from '../../domains/enrollment/enrollment-service.ts';
 import type { IngestService } from '../../domains/ingest/ingest-service.ts';
 import type { InvestigationService } from '../../domains/investigations/investigation-service.ts';
 import type { LlmService } from '../../domains/llm/llm-service.ts';
@@ -38,6 +39,7 @@ import { INTERNAL_BODY_LIMITS, internalRoutes } from '../internal/routes.ts';
 import { brandingRoutes } from '../mssp/branding.ts';
 import { configRoutes } from '../mssp/config.ts';
 import { crossTenantRoutes } from '../mssp/cross-tenant.ts';
+import { enrollmentRoutes } from '../mssp/enrollment.ts';
 import { llmRoutes } from '../mssp/llm.ts';
 import { msspRoutes } from '../mssp/routes.ts';
 import { settingsRoutes } from '../mssp/settings.ts';
@@ -75,6 +77,7 @@ export interface ApiServices {
   branding: BrandingService;
   llm: LlmService;
   tenantConfig: TenantConfigService;
+  enrollment: EnrollmentService;
 }
 
 /** What the API needs beyond health: present in `svc serve`, absent in bare HTTP tests. */
@@ -175,15 +178,16 @@ function routeTemplates(families: typeof contract): ReadonlyMap<string, string> 
 }
 
 /**
- * GET and HEAD requests other than the event streams: a session checked a moment ago may serve
- * them while the database confirms it in the same round trip as their first statement. A stream
- * (and anything that changes state) waits for the check: its effects outlast the transaction.
+ * GET and HEAD requests other than the event streams and the GETs that write (`writes`, an
+ * audited reveal): a session checked a moment ago may serve them while the database confirms it
+ * in the same round trip as their first statement. A stream (and anything that changes state)
+ * waits for the check: its effects outlast the transaction.
  */
 function readsWithoutStream(families: typeof contract): (c: Context) => boolean {
   const streams: RegExp[] = [];
   for (const routes of Object.values(families)) {
-    for (const r of Object.values(routes) as { path: string; stream?: string }[]) {
-      if (r.stream) streams.push(compilePath(r.path).pattern);
+    for (const r of Object.values(routes) as { path: string; stream?: string; writes?: true }[]) {
+      if (r.stream || r.writes) streams.push(compilePath(r.path).pattern);
     }
   }
   return (c) => {
@@ -362,6 +366,7 @@ function mountApi(
   app.route('/', llmRoutes(services.llm));
   app.route('/', brandingRoutes(services.branding));
   app.route('/', configRoutes(services.tenantConfig));
+  app.route('/', enrollmentRoutes(services.enrollment));
   app.route('/', tenantRoutes({ ...services, streams: api.streams }));
   if (deps.authMode === 'internal') {
     app.route('/', auth.authenticated);

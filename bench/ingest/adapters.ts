@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { BenchTenant } from './app.ts';
-import type { BenchIndexer } from './indexer.ts';
+import type { BenchIndexer } from './opensearch.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -99,9 +99,11 @@ function vmHwm(pid: number | undefined): number | undefined {
 
 /**
  * One real `svc adapter` OS process per tenant (node itself, no npm in between), with the
- * chart's environment pointed at svc and the bench indexer. Only the health server's address
- * differs from production (loopback, any free port: 50 share one host). Poll interval, batch
- * size and heartbeat are the program's defaults unless `extra` says otherwise.
+ * chart's environment pointed at svc and the bench's OpenSearch node, each on its tenant's
+ * index pattern. Only the health server's address differs from production (loopback, any free
+ * port: 50 share one host), and the indexer is plain HTTP without credentials (bench/ingest/
+ * opensearch.ts says why). Poll interval, batch size, lateness window and heartbeat are the
+ * program's defaults unless `extra` says otherwise.
  */
 export async function startAdapters(input: {
   tenants: BenchTenant[];
@@ -120,7 +122,8 @@ export async function startAdapters(input: {
         SVC_TENANT_ID: tenant.id,
         SVC_BOOTSTRAP_DIR: tenant.mounts.bootstrapDir,
         SVC_TOKEN_FILE: tenant.mounts.tokenFile,
-        SVC_INDEXER_URL: input.indexer.urlFor(tenant.n),
+        SVC_INDEXER_URL: input.indexer.url,
+        SVC_INDEXER_INDEX: input.indexer.patternFor(tenant.n),
         SVC_ADAPTER_HOST: '127.0.0.1',
         SVC_ADAPTER_PORT: '0',
         SVC_LOG_LEVEL: 'info',

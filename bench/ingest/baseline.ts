@@ -41,7 +41,7 @@ function cpuOfSide(before: CpuSnapshot, after: CpuSnapshot) {
   return {
     postgresCpu: cpu.postgres,
     clientCpu: cpu.bench,
-    otherCpu: cpu.machine - cpu.postgres - cpu.bench - cpu.adapters,
+    otherCpu: cpu.machine - cpu.postgres - cpu.bench - cpu.adapters - cpu.indexer,
   };
 }
 

@@ -43,6 +43,8 @@ export interface CpuSnapshot {
   bench: number;
   adapters: number;
   postgres: number;
+  /** The OpenSearch JVM (every thread; 0 once it is gone). */
+  indexer: number;
   /** The whole machine (every core, every process), from /proc/stat. */
   machine: number;
 }
@@ -56,11 +58,15 @@ function machineSeconds(): number {
 }
 
 /**
- * CPU seconds spent so far by the bench process (svc: API, projector; and the indexer and the
- * sampler), the adapters, and PostgreSQL (the postmaster, its live backends and the reaped
- * ones), to attribute a phase's work by difference of two snapshots.
+ * CPU seconds spent so far by the bench process (svc: API, projector; and the indexer's writer
+ * and the sampler), the adapters, PostgreSQL (the postmaster, its live backends and the reaped
+ * ones) and the indexer's JVM, to attribute a phase's work by difference of two snapshots.
  */
-export function cpuSnapshot(adapterPids: number[], postmaster: number | undefined): CpuSnapshot {
+export function cpuSnapshot(
+  adapterPids: number[],
+  postmaster: number | undefined,
+  indexerPid?: number,
+): CpuSnapshot {
   const postgres =
     postmaster === undefined
       ? 0
@@ -69,6 +75,7 @@ export function cpuSnapshot(adapterPids: number[], postmaster: number | undefine
     bench: cpuOf(process.pid),
     adapters: adapterPids.reduce((a, pid) => a + cpuOf(pid), 0),
     postgres,
+    indexer: indexerPid === undefined ? 0 : cpuOf(indexerPid),
     machine: machineSeconds(),
   };
 }
@@ -78,6 +85,7 @@ export function cpuDelta(from: CpuSnapshot, to: CpuSnapshot): CpuSnapshot {
     bench: to.bench - from.bench,
     adapters: to.adapters - from.adapters,
     postgres: to.postgres - from.postgres,
+    indexer: to.indexer - from.indexer,
     machine: to.machine - from.machine,
   };
 }

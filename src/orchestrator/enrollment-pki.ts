@@ -1,10 +1,19 @@
 // @peculiar/x509 2.x resolves its ASN.1 parsers through tsyringe, which needs the Reflect
 // metadata polyfill loaded first (a side-effect import, kept ahead of the library's).
 import 'reflect-metadata';
-import { createHash, createPrivateKey, randomBytes, webcrypto, X509Certificate } from 'node:crypto';
+import { createHash, createPrivateKey, webcrypto, X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
 import * as x509 from '@peculiar/x509';
 import { CA_YEARS, dnsNamesOf, LEAF_YEARS, RENEW_BEFORE_MS } from './indexer-pki.ts';
+import {
+  ALGORITHM,
+  addYears,
+  BACKDATE_MS,
+  encoded,
+  generateKeys,
+  pkcs8Pem,
+  serial,
+} from './pki-primitives.ts';
 import { ENROLLMENT_TLS_SECRET_NAME } from './render.ts';
 
 /**
@@ -17,9 +26,6 @@ import { ENROLLMENT_TLS_SECRET_NAME } from './render.ts';
  * address they dial, so the certificate names every address agents use. Re-issuing the manager's
  * certificate keeps the CA, so agents installed with it keep enrolling.
  */
-
-// Node's webcrypto is the standard Crypto; the library's parameter type is the DOM's name for it.
-x509.cryptoProvider.set(webcrypto as unknown as ReturnType<typeof x509.cryptoProvider.get>);
 
 /** svc's CA for one tenant's enrollment channel, in the install namespace. */
 export const ENROLLMENT_CA_KEYS = { ca: 'ca.pem', key: 'ca-key.pem' } as const;
@@ -34,14 +40,6 @@ export const ENROLLMENT_TLS_SECRET = {
 export const ENROLLMENT_CA_DN = 'CN=svc-tenant enrollment root CA,O=svc-tenant';
 export const ENROLLMENT_MANAGER_DN = 'CN=monitor,OU=enrollment,O=svc-tenant';
 
-const ALGORITHM = {
-  name: 'RSASSA-PKCS1-v1_5',
-  hash: 'SHA-256',
-  publicExponent: new Uint8Array([1, 0, 1]),
-  modulusLength: 2048,
-} as const;
-const BACKDATE_MS = 5 * 60_000;
-
 export type EnrollmentCa = Record<
   (typeof ENROLLMENT_CA_KEYS)[keyof typeof ENROLLMENT_CA_KEYS],
   string
@@ -50,33 +48,6 @@ export type EnrollmentTlsData = Record<
   (typeof ENROLLMENT_TLS_SECRET.keys)[keyof typeof ENROLLMENT_TLS_SECRET.keys],
   string
 >;
-
-/** RFC 4514 order (most specific first) read back; @peculiar/x509 encodes in reading order. */
-const encoded = (dn: string) => dn.split(',').reverse().join(',');
-
-function addYears(date: Date, years: number): Date {
-  const out = new Date(date);
-  out.setUTCFullYear(out.getUTCFullYear() + years);
-  return out;
-}
-
-function serial(): string {
-  const bytes = randomBytes(16);
-  bytes[0] = (bytes[0] ?? 0) & 0x7f;
-  return bytes.toString('hex');
-}
-
-async function pkcs8Pem(key: webcrypto.CryptoKey): Promise<string> {
-  const der = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', key));
-  const lines = der.toString('base64').match(/.{1,64}/g) ?? [];
-  return `-----BEGIN PRIVATE KEY-----\n${lines.join('\n')}\n-----END PRIVATE KEY-----\n`;
-}
-
-const generateKeys = () =>
-  webcrypto.subtle.generateKey(ALGORITHM, true, [
-    'sign',
-    'verify',
-  ]) as Promise<webcrypto.CryptoKeyPair>;
 
 const { KeyUsageFlags: KU } = x509;
 

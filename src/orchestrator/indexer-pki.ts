@@ -1,8 +1,17 @@
 // @peculiar/x509 2.x resolves its ASN.1 parsers through tsyringe, which needs the Reflect
 // metadata polyfill loaded first (a side-effect import, kept ahead of the library's).
 import 'reflect-metadata';
-import { createHash, createPrivateKey, randomBytes, webcrypto, X509Certificate } from 'node:crypto';
+import { createHash, createPrivateKey, type webcrypto, X509Certificate } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
+import {
+  ALGORITHM,
+  addYears,
+  BACKDATE_MS,
+  encoded,
+  generateKeys,
+  pkcs8Pem,
+  serial,
+} from './pki-primitives.ts';
 
 /**
  * Per-tenant PKI of the tenant's Wazuh indexer (docs/charts-tenant.md "Indexer TLS"): svc issues
@@ -11,9 +20,6 @@ import * as x509 from '@peculiar/x509';
  * lives only in the Secret `svc-indexer-tls` of the tenant namespace; the database records the
  * reference.
  */
-
-// Node's webcrypto is the standard Crypto; the library's parameter type is the DOM's name for it.
-x509.cryptoProvider.set(webcrypto as unknown as ReturnType<typeof x509.cryptoProvider.get>);
 
 export const INDEXER_TLS_SECRET = {
   name: 'svc-indexer-tls',
@@ -36,14 +42,6 @@ export const INDEXER_NODE_DN = 'CN=monitor-indexer,OU=indexer,O=svc-tenant';
 export const INDEXER_ADMIN_DN = 'CN=svc-indexer-admin,OU=indexer,O=svc-tenant';
 export const INDEXER_CA_DN = 'CN=svc-tenant indexer root CA,O=svc-tenant';
 
-/** RSA 2048 with SHA-256: what the security plugin and filebeat accept everywhere (PKCS#8 keys). */
-const ALGORITHM = {
-  name: 'RSASSA-PKCS1-v1_5',
-  hash: 'SHA-256',
-  publicExponent: new Uint8Array([1, 0, 1]),
-  modulusLength: 2048,
-} as const;
-
 export const CA_YEARS = 10;
 export const LEAF_YEARS = 2;
 /**
@@ -51,8 +49,6 @@ export const LEAF_YEARS = 2;
  * configuration change, namespace refill, and the periodic reconciler).
  */
 export const RENEW_BEFORE_MS = 30 * 24 * 3_600_000;
-/** notBefore lies this far back, so a node whose clock is slightly behind accepts it. */
-const BACKDATE_MS = 5 * 60_000;
 
 export type IndexerTlsData = Record<
   (typeof INDEXER_TLS_SECRET.keys)[keyof typeof INDEXER_TLS_SECRET.keys],
@@ -75,40 +71,6 @@ export function indexerDnsNames(namespace: string): string[] {
     `${pod}.svc.cluster.local`,
   ];
 }
-
-/**
- * An RFC 4514 string lists the RDNs last-encoded first; @peculiar/x509 encodes a name string in
- * reading order. Reversed, the certificate holds O, OU, CN in that order (as openssl's
- * `-subj /O=../OU=../CN=..` would), and reads back exactly as the constants above.
- */
-function encoded(dn: string): string {
-  return dn.split(',').reverse().join(',');
-}
-
-function addYears(date: Date, years: number): Date {
-  const out = new Date(date);
-  out.setUTCFullYear(out.getUTCFullYear() + years);
-  return out;
-}
-
-/** A positive 127-bit serial (RFC 5280 §4.1.2.2: unique per CA, at most 20 octets). */
-function serial(): string {
-  const bytes = randomBytes(16);
-  bytes[0] = (bytes[0] ?? 0) & 0x7f;
-  return bytes.toString('hex');
-}
-
-async function pkcs8Pem(key: webcrypto.CryptoKey): Promise<string> {
-  const der = Buffer.from(await webcrypto.subtle.exportKey('pkcs8', key));
-  const lines = der.toString('base64').match(/.{1,64}/g) ?? [];
-  return `-----BEGIN PRIVATE KEY-----\n${lines.join('\n')}\n-----END PRIVATE KEY-----\n`;
-}
-
-const generateKeys = () =>
-  webcrypto.subtle.generateKey(ALGORITHM, true, [
-    'sign',
-    'verify',
-  ]) as Promise<webcrypto.CryptoKeyPair>;
 
 const { KeyUsageFlags: KU } = x509;
 

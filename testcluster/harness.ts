@@ -11,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { ApiException, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { runBuildScript } from './build-script.ts';
 
 const run = promisify(execFile);
 const here = dirname(fileURLToPath(import.meta.url));
@@ -70,26 +71,7 @@ const kwokNodeAnnotation = 'kwok.x-k8s.io/node';
  * Throws a one-line error naming Go when it is missing, so cluster tests fail loudly.
  */
 export async function ensureBinaries(): Promise<Binaries> {
-  const script = join(here, 'build.sh');
-  const child = spawn('bash', [script], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-    stdout += chunk;
-  });
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr += chunk;
-    process.stderr.write(chunk);
-  });
-  const code = await new Promise<number | null>((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', resolve);
-  });
-  const binDir = /^BIN_DIR=(.+)$/m.exec(stdout)?.[1];
-  if (code !== 0 || binDir === undefined) {
-    const lastLine = stderr.trim().split('\n').at(-1) ?? '';
-    throw new Error(lastLine || `testcluster/build.sh exited with ${code}`);
-  }
+  const binDir = await runBuildScript(join(here, 'build.sh'), 'BIN_DIR');
   return { binDir, stageDir: join(dirname(binDir), 'stage') };
 }
 

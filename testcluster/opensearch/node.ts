@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { runBuildScript } from '../build-script.ts';
 
 /**
  * A real OpenSearch node (the engine the Wazuh indexer 4.x is built on) started as a plain JVM
@@ -111,25 +112,7 @@ export interface Assembly {
 
 /** Assembles the real indexer when the cache misses (~15 s with Maven's cache warm). */
 export async function ensureOpenSearch(): Promise<Assembly> {
-  const child = spawn('bash', [join(here, 'build.sh')], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-    stdout += chunk;
-  });
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr += chunk;
-    process.stderr.write(chunk);
-  });
-  const code = await new Promise<number | null>((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', resolve);
-  });
-  const dir = /^OPENSEARCH_DIR=(.+)$/m.exec(stdout)?.[1];
-  if (code !== 0 || dir === undefined) {
-    const lastLine = stderr.trim().split('\n').at(-1) ?? '';
-    throw new Error(lastLine || `testcluster/opensearch/build.sh exited with ${code}`);
-  }
+  const dir = await runBuildScript(join(here, 'build.sh'), 'OPENSEARCH_DIR');
   return { plainHome: join(dir, 'home'), securityHome: join(dir, 'home-security') };
 }
 

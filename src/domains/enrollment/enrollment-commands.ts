@@ -43,8 +43,9 @@ function shellQuote(value: string): string {
   return `'${value.replaceAll("'", `'\\''`)}'`;
 }
 
-function linux(input: CommandInput, caPath: string, install: string): string {
-  const vars = [
+/** The Wazuh agent's documented deployment variables, the same on every platform. */
+function deploymentVariables(input: CommandInput, caPath: string): [string, string][] {
+  return [
     ['WAZUH_MANAGER', input.address],
     ['WAZUH_MANAGER_PORT', String(input.ports.events)],
     ['WAZUH_REGISTRATION_SERVER', input.address],
@@ -52,7 +53,11 @@ function linux(input: CommandInput, caPath: string, install: string): string {
     ['WAZUH_REGISTRATION_PASSWORD', input.password],
     ['WAZUH_REGISTRATION_CA', caPath],
     ['WAZUH_AGENT_GROUP', AGENT_GROUP],
-  ]
+  ];
+}
+
+function linux(input: CommandInput, caPath: string, install: string): string {
+  const vars = deploymentVariables(input, caPath)
     .map(([name, value]) => `${name}=${shellQuote(value ?? '')}`)
     .join(' ');
   return [
@@ -66,15 +71,7 @@ function linux(input: CommandInput, caPath: string, install: string): string {
 
 function windows(input: CommandInput, caPath: string): string {
   const quote = (value: string) => `"${value.replaceAll('"', '""')}"`;
-  const vars = [
-    ['WAZUH_MANAGER', input.address],
-    ['WAZUH_MANAGER_PORT', String(input.ports.events)],
-    ['WAZUH_REGISTRATION_SERVER', input.address],
-    ['WAZUH_REGISTRATION_PORT', String(input.ports.enrollment)],
-    ['WAZUH_REGISTRATION_PASSWORD', input.password],
-    ['WAZUH_REGISTRATION_CA', caPath],
-    ['WAZUH_AGENT_GROUP', AGENT_GROUP],
-  ]
+  const vars = deploymentVariables(input, caPath)
     .map(([name, value]) => `${name}=${quote(value ?? '')}`)
     .join(' ');
   return [

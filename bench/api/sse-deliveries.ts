@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { AppDatabase } from '../../src/db/pools.ts';
-import { appendEvent } from '../../src/domains/events/index.ts';
+import { appendUncheckedEvent } from '../../src/domains/events/index.ts';
 import type { Tenant } from './seed.ts';
 import type { SseClient } from './sse-client.ts';
 
@@ -48,7 +48,7 @@ export async function appendTicks(
       result.lags.push(Math.max(0, performance.now() - due));
       const begin = performance.now();
       const event = await db.withTenant(tenant.id, (tx) =>
-        appendEvent(tx, {
+        appendUncheckedEvent(tx, {
           tenantId: tenant.id,
           streamType: 'bench',
           streamId,

@@ -1,22 +1,26 @@
 import type { Context } from 'hono';
 import { type SSEMessage, type SSEStreamingApi, streamSSE } from 'hono/streaming';
+import type { StreamEvent } from '../../contracts/events.ts';
 import { parseEventId, type StoredEvent } from '../domains/events/event-repository.ts';
 import type { EventHub } from '../domains/events/event-service.ts';
 import type { Subscription } from '../domains/events/subscription.ts';
 import type { CredentialLease, CredentialWatch } from '../domains/sessions/credential-watch.ts';
 import { problem } from './problem.ts';
 
-/** The `data:` of one stream event; `id` stays a string because ids are 64-bit. */
-export interface StreamEventData {
-  id: string;
-  type: string;
-  stream_type: string;
-  stream_id: string;
-  stream_seq: number;
-  occurred_at: string;
-  payload: unknown;
-}
+/**
+ * The `data:` of one stream event: a catalog event (contracts/events.ts `StreamEvent`), or a
+ * row whose type the catalog does not know (written before it, or by a test), which still goes
+ * out under its own name so that a replay never skips an id.
+ */
+export type StreamEventData =
+  | StreamEvent
+  | (Omit<StreamEvent, 'type' | 'stream_type' | 'payload'> & {
+      type: string;
+      stream_type: string;
+      payload: unknown;
+    });
 
+/** One stored event as an SSE message, named (`event:`) by its type. */
 export function toSseMessage(event: StoredEvent): SSEMessage {
   const data: StreamEventData = {
     id: event.id,
@@ -27,6 +31,7 @@ export function toSseMessage(event: StoredEvent): SSEMessage {
     occurred_at: event.occurredAt.toISOString(),
     payload: event.payload,
   };
+  // The name EventSource listeners subscribe to (web/shared/events.ts: the catalog's names).
   return { id: event.id, event: event.type, data: JSON.stringify(data) };
 }
 

@@ -4,7 +4,10 @@ import { after, before, test } from 'node:test';
 import type pg from 'pg';
 import { prepared } from '../../src/db/prepared.ts';
 import type { TenantTx } from '../../src/db/tenant-context.ts';
-import { appendEvent, readEventsAfter } from '../../src/domains/events/event-repository.ts';
+import {
+  appendUncheckedEvent,
+  readEventsAfter,
+} from '../../src/domains/events/event-repository.ts';
 import { readOverview } from '../../src/domains/investigations/investigation-repository.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
@@ -25,7 +28,7 @@ before(async () => {
   b = await createTenant(db.pools.app);
   for (const tenant of [a, b]) {
     await db.app.withTenant(tenant, (tx) =>
-      appendEvent(tx, {
+      appendUncheckedEvent(tx, {
         tenantId: tenant,
         streamType: 'test',
         streamId: randomUUID(),

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { clientConfig } from '../../src/db/target.ts';
 import type { InstallTx, TenantTx } from '../../src/db/tenant-context.ts';
 import {
-  appendEvent,
+  appendUncheckedEvent,
   latestEventId,
   readEventsAfter,
   StreamConflictError,
@@ -71,7 +71,7 @@ function appendHeld(mode: 'ShareLock' | 'ExclusiveLock'): Promise<true> {
 test('§6.2 appendEvent writes the event in the tenant context and returns the stored row', async () => {
   const streamId = randomUUID();
   const stored = await db.app.withTenant(a, (tx) =>
-    appendEvent(tx, event(a, streamId, 1, { title: 'Suspicious login' })),
+    appendUncheckedEvent(tx, event(a, streamId, 1, { title: 'Suspicious login' })),
   );
   assert.match(stored.id, /^\d+$/);
   assert.equal(stored.tenantId, a);
@@ -85,10 +85,10 @@ test('§6.2 appendEvent writes the event in the tenant context and returns the s
 
 test('§6.2 appendEvent: a position already taken or skipped raises StreamConflictError and writes nothing', async () => {
   const streamId = randomUUID();
-  await db.app.withTenant(a, (tx) => appendEvent(tx, event(a, streamId, 1)));
+  await db.app.withTenant(a, (tx) => appendUncheckedEvent(tx, event(a, streamId, 1)));
   for (const seq of [1, 3]) {
     const error = await db.app
-      .withTenant(a, (tx) => appendEvent(tx, event(a, streamId, seq)))
+      .withTenant(a, (tx) => appendUncheckedEvent(tx, event(a, streamId, seq)))
       .catch((e: unknown) => e);
     assert.ok(error instanceof StreamConflictError, String(error));
     assert.equal(error.expectedSeq, seq);
@@ -99,19 +99,20 @@ test('§6.2 appendEvent: a position already taken or skipped raises StreamConfli
 
 test('§6.2 appendEvent: of two concurrent writers at one position, one wins; the loser gets StreamConflictError in a usable transaction', async () => {
   const streamId = randomUUID();
-  await db.app.withTenant(a, (tx) => appendEvent(tx, event(a, streamId, 1)));
+  await db.app.withTenant(a, (tx) => appendUncheckedEvent(tx, event(a, streamId, 1)));
   const release = Promise.withResolvers<void>();
   const first = db.app.withTenant(a, async (tx) => {
-    const stored = await appendEvent(tx, event(a, streamId, 2, { writer: 'first' }));
+    const stored = await appendUncheckedEvent(tx, event(a, streamId, 2, { writer: 'first' }));
     await release.promise;
     return stored;
   });
   await appendHeld('ExclusiveLock');
   // The second writer read the stream at 1 (the first has not committed) and queues behind it.
   const second = db.app.withTenant(a, async (tx) => {
-    const outcome = await appendEvent(tx, event(a, streamId, 2, { writer: 'second' })).catch(
-      (e: unknown) => e,
-    );
+    const outcome = await appendUncheckedEvent(
+      tx,
+      event(a, streamId, 2, { writer: 'second' }),
+    ).catch((e: unknown) => e);
     const { rows } = await tx.query<{ ok: number }>('SELECT 1 AS ok');
     return { outcome, usable: rows[0]?.ok === 1 };
   });
@@ -127,14 +128,14 @@ test('§6.2 appendEvent: of two concurrent writers at one position, one wins; th
 
 test('§5.7.1 appendEvent with a tenant id other than the context is rejected by RLS, even onto a taken position of that tenant', async () => {
   const streamId = randomUUID();
-  await db.app.withTenant(b, (tx) => appendEvent(tx, event(b, streamId, 1)));
+  await db.app.withTenant(b, (tx) => appendUncheckedEvent(tx, event(b, streamId, 1)));
   // Position 1 of B's stream is taken: a conflict answer would reveal that to tenant A.
   await assert.rejects(
-    db.app.withTenant(a, (tx) => appendEvent(tx, event(b, streamId, 1))),
+    db.app.withTenant(a, (tx) => appendUncheckedEvent(tx, event(b, streamId, 1))),
     (error: unknown) => error instanceof pg.DatabaseError && error.code === '42501',
   );
   await assert.rejects(
-    db.app.withTenant(a, (tx) => appendEvent(tx, event(b, randomUUID(), 1))),
+    db.app.withTenant(a, (tx) => appendUncheckedEvent(tx, event(b, randomUUID(), 1))),
     (error: unknown) => error instanceof pg.DatabaseError && error.code === '42501',
   );
   assert.equal(await countEvents('stream_id = $1', [streamId]), 1);
@@ -171,12 +172,12 @@ test('§5.7.8 the notification names tenant and event id only, is sent at commit
     await listener.query('LISTEN svc_events');
     await db.app
       .withTenant(a, async (tx) => {
-        await appendEvent(tx, event(a, randomUUID(), 1, { secret: 'rolled-back' }));
+        await appendUncheckedEvent(tx, event(a, randomUUID(), 1, { secret: 'rolled-back' }));
         throw new Error('roll back');
       })
       .catch(() => undefined);
     const stored = await db.app.withTenant(a, (tx) =>
-      appendEvent(tx, event(a, randomUUID(), 1, { secret: 'do-not-broadcast' })),
+      appendUncheckedEvent(tx, event(a, randomUUID(), 1, { secret: 'do-not-broadcast' })),
     );
     const [first] = await waitFor('one notification', () => received.length > 0 && received);
     assert.equal(first?.channel, 'svc_events');
@@ -212,14 +213,14 @@ test('§5.7.8 the trigger functions are SECURITY INVOKER and not callable direct
 test('§5.7.8 appends in one tenant are serialized so ids become visible in order; other tenants do not wait', async () => {
   const release = Promise.withResolvers<void>();
   const first = db.app.withTenant(a, async (tx) => {
-    const stored = await appendEvent(tx, event(a, randomUUID(), 1));
+    const stored = await appendUncheckedEvent(tx, event(a, randomUUID(), 1));
     await release.promise;
     return stored;
   });
   await appendHeld('ExclusiveLock');
   // Another tenant appends and commits while A's first append is still open.
   const [other] = await appendSeparately(db.app, b, 1);
-  const second = db.app.withTenant(a, (tx) => appendEvent(tx, event(a, randomUUID(), 1)));
+  const second = db.app.withTenant(a, (tx) => appendUncheckedEvent(tx, event(a, randomUUID(), 1)));
   await appendQueued();
   release.resolve();
   const [one, two] = await Promise.all([first, second]);
@@ -231,7 +232,7 @@ test('§5.7.8 appends in one tenant are serialized so ids become visible in orde
 test('§5.7.8 an append that bypasses RLS (svc_mssp) waits for every open tenant append', async () => {
   const release = Promise.withResolvers<void>();
   const open = db.app.withTenant(a, async (tx) => {
-    const stored = await appendEvent(tx, event(a, randomUUID(), 1));
+    const stored = await appendUncheckedEvent(tx, event(a, randomUUID(), 1));
     await release.promise;
     return stored;
   });

@@ -4,7 +4,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { type AppDatabase, createAppDatabase } from '../../src/db/pools.ts';
 import { clientConfig } from '../../src/db/target.ts';
-import { appendEvent, type StoredEvent } from '../../src/domains/events/event-repository.ts';
+import {
+  appendUncheckedEvent,
+  type StoredEvent,
+} from '../../src/domains/events/event-repository.ts';
 import {
   createEventHub,
   type EventHub,
@@ -64,7 +67,7 @@ export function collect(subscription: Subscription): Collector {
 /** One event, `{note}` as its payload, on a new stream of `tenantId`, in that tenant's context. */
 export function appendNote(db: AppDatabase, tenantId: string, note: string): Promise<StoredEvent> {
   return db.withTenant(tenantId, (tx) =>
-    appendEvent(tx, {
+    appendUncheckedEvent(tx, {
       tenantId,
       streamType: 'investigation',
       streamId: randomUUID(),
@@ -87,7 +90,7 @@ export async function appendSeparately(
   for (let seq = 1; seq <= count; seq++) {
     events.push(
       await db.withTenant(tenantId, (tx) =>
-        appendEvent(tx, {
+        appendUncheckedEvent(tx, {
           tenantId,
           streamType: 'investigation',
           streamId,
@@ -112,7 +115,7 @@ export async function appendTogether(
     const events: StoredEvent[] = [];
     for (let seq = 1; seq <= count; seq++) {
       events.push(
-        await appendEvent(tx, {
+        await appendUncheckedEvent(tx, {
           tenantId,
           streamType: 'investigation',
           streamId,

@@ -15,7 +15,7 @@ import { type EmbeddedServer, freePort, startEmbedded } from '../../src/db/embed
 import { migrate } from '../../src/db/migrate.ts';
 import { clientConfig, type DatabaseTarget } from '../../src/db/target.ts';
 import type { TenantTx } from '../../src/db/tenant-context.ts';
-import { appendEvent } from '../../src/domains/events/index.ts';
+import { appendUncheckedEvent } from '../../src/domains/events/index.ts';
 import { setPassword } from '../../src/domains/users/user-repository.ts';
 import { createLogger } from '../../src/log/index.ts';
 import { externalDatabaseEnv } from '../support/database.ts';
@@ -325,7 +325,7 @@ test('issue 10 fault tolerance: PostgreSQL restarts under load; svc survives, an
       await client.query('BEGIN');
       await client.query(`SELECT set_config('app.current_tenant_id', $1, true)`, [tenantId]);
       // The set_config above gives this transaction its tenant context.
-      await appendEvent(client as TenantTx, {
+      await appendUncheckedEvent(client as TenantTx, {
         tenantId,
         streamType: 'investigation',
         streamId: randomUUID(),

@@ -371,9 +371,9 @@ test('issue 12 appendStreamStarts: one statement, ids in array order, an existin
   const { tenant } = await tenantWithAdapter();
   const [x, y, z] = [randomUUID(), randomUUID(), randomUUID()];
   const start = (streamId: string, n: number) => ({
-    streamType: 'alert',
+    streamType: 'alert' as const,
     streamId,
-    type: 'alert.received',
+    type: 'alert.received' as const,
     payloadJson: JSON.stringify({ n }),
     occurredAtMs: Date.UTC(2026, 10, 26) + n,
   });

@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../../src/db/embedded.ts';
-import { appendEvent } from '../../src/domains/events/index.ts';
+import { appendUncheckedEvent } from '../../src/domains/events/index.ts';
 import { seedUser, startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, externalDatabaseEnv, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
@@ -122,7 +122,7 @@ async function collect(api: Replica, tenantId: string, until: string, lastEventI
 
 function append(tenantId: string, type: string) {
   return db.app.withTenant(tenantId, (tx) =>
-    appendEvent(tx, {
+    appendUncheckedEvent(tx, {
       tenantId,
       streamType: 'investigation',
       streamId: randomUUID(),

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
-import { appendEvent } from '../../src/domains/events/index.ts';
+import { appendUncheckedEvent } from '../../src/domains/events/index.ts';
 import {
   impersonating,
   problemCode,
@@ -297,7 +297,7 @@ test("§5.7.8 the MSSP event stream of tenant A carries A's events and never B's
   assert.ok(reader);
   const append = (t: string, type: string) =>
     db.app.withTenant(t, (tx) =>
-      appendEvent(tx, {
+      appendUncheckedEvent(tx, {
         tenantId: t,
         streamType: 'investigation',
         streamId: randomUUID(),

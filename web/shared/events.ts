@@ -1,26 +1,16 @@
 import { type QueryKey, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useRef } from 'react';
+import { EVENT_TYPES, type EventType } from '../../contracts/event-types.ts';
 import { contract, fillPath } from '../../contracts/index.ts';
 
 /**
- * The event types a tenant's stream carries (docs/events.md, docs/pipeline.md). The stream
- * names each event by its type, and EventSource has no wildcard listener, so the hook listens
- * to these by name.
+ * The event types a tenant's stream carries: every name of the event catalog
+ * (contracts/event-types.ts; docs/events.md "Catalog"), so a type a writer starts appending
+ * reaches open pages without an edit here. The stream names each event by its type, and
+ * EventSource has no wildcard listener, so the hook listens to these by name. Only the names
+ * are imported: the payload schemas (contracts/events.ts) stay out of the bundle.
  */
-export const TENANT_EVENT_TYPES = [
-  'alert.received',
-  'investigation.opened',
-  'investigation.closed',
-  'triage.started',
-  'triage.completed',
-  'triage.failed',
-  'enrichment.completed',
-  'decision.made',
-  'review.requested',
-  'review.approved',
-  'review.rejected',
-  'action.failed',
-] as const;
+export const TENANT_EVENT_TYPES: readonly EventType[] = EVENT_TYPES;
 
 /** The customer's own stream (portal). */
 export const OWN_TENANT_EVENTS = contract.tenant.events.path;
@@ -39,7 +29,7 @@ export function tenantEventsUrl(tenantId: string): string {
 export function useTenantEvents(
   url: string | undefined,
   keys: readonly QueryKey[],
-  types: readonly string[] = TENANT_EVENT_TYPES,
+  types: readonly EventType[] = TENANT_EVENT_TYPES,
 ): void {
   const queries = useQueryClient();
   const current = useRef({ keys, types });

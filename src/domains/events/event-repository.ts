@@ -1,5 +1,6 @@
 import type pg from 'pg';
 import type * as s from 'zapatos/schema';
+import type { EVENT_CATALOG, EventPayload, EventType } from '../../../contracts/events.ts';
 import { prepared } from '../../db/prepared.ts';
 import type { TenantTx } from '../../db/tenant-context.ts';
 
@@ -17,7 +18,12 @@ export interface StoredEvent {
   recordedAt: Date;
 }
 
-export interface AppendEventInput {
+/**
+ * What the store takes, whatever the type: the one primitive the typed appends below share.
+ * Only tests and benchmarks call it directly (appendUncheckedEvent), to write rows no writer
+ * writes (old payloads, foreign types); test/events/catalog.test.ts keeps src/ and web/ off it.
+ */
+export interface UncheckedEventInput {
   /** Must equal the transaction's tenant context; RLS rejects anything else. */
   tenantId: string;
   streamType: string;
@@ -29,6 +35,27 @@ export interface AppendEventInput {
   actor?: string | null;
   occurredAt?: Date;
 }
+
+/** The stream a catalog type is appended to (contracts/events.ts `stream`). */
+export type StreamOf<T extends EventType> = (typeof EVENT_CATALOG)[T]['stream'];
+
+/**
+ * One catalog event to append (docs/events.md "Catalog"): its type names its payload and its
+ * stream type, so an unknown name, a missing or a stray payload field is a type error.
+ * Distributed over T, so a union of types takes any one of them with its own payload.
+ */
+export type AppendEventInput<T extends EventType = EventType> = {
+  [K in T]: Omit<UncheckedEventInput, 'streamType' | 'type' | 'payload'> & {
+    streamType: StreamOf<K>;
+    type: K;
+    payload: EventPayload<K>;
+  };
+}[T];
+
+/** A catalog event appended at its stream's next position (appendToStream). */
+export type StreamAppendInput<T extends EventType = EventType> = {
+  [K in T]: Omit<AppendEventInput<K>, 'streamSeq'>;
+}[T];
 
 /** Another writer got to this stream position first (or the caller's view of it is stale). */
 export class StreamConflictError extends Error {
@@ -87,7 +114,18 @@ async function currentSeq(tx: TenantTx, streamId: string): Promise<number> {
  * same position makes the insert a no-op (ON CONFLICT DO NOTHING) rather than a unique
  * violation, so the caller's transaction stays usable after a StreamConflictError.
  */
-export async function appendEvent(tx: TenantTx, input: AppendEventInput): Promise<StoredEvent> {
+export function appendEvent<T extends EventType>(
+  tx: TenantTx,
+  input: AppendEventInput<T>,
+): Promise<StoredEvent> {
+  return appendUncheckedEvent(tx, input);
+}
+
+/** appendEvent without the catalog's types: for tests and benchmarks only (see above). */
+export async function appendUncheckedEvent(
+  tx: TenantTx,
+  input: UncheckedEventInput,
+): Promise<StoredEvent> {
   if (!Number.isInteger(input.streamSeq) || input.streamSeq < 1)
     throw new RangeError(`streamSeq must be a positive integer, got ${input.streamSeq}`);
   const before = await currentSeq(tx, input.streamId);
@@ -120,16 +158,22 @@ export async function appendEvent(tx: TenantTx, input: AppendEventInput): Promis
   return toEvent(row);
 }
 
-/** An event that opens its stream (position 1), for appendStreamStarts. */
-export interface StreamStart {
-  streamType: string;
-  streamId: string;
-  type: string;
-  /** The payload as JSON text, so a caller that serialized it already does not pay twice. */
-  payloadJson: string;
-  /** Milliseconds since the epoch. */
-  occurredAtMs: number;
-}
+/**
+ * An event that opens its stream (position 1), for appendStreamStarts. Its type is a catalog
+ * type; its payload is JSON text built by the caller (ingest builds it by hand, to serialize
+ * each alert once), so the catalog test, not this hot path, checks it against the schema.
+ */
+export type StreamStart<T extends EventType = EventType> = {
+  [K in T]: {
+    streamType: StreamOf<K>;
+    streamId: string;
+    type: K;
+    /** The payload as JSON text, so a caller that serialized it already does not pay twice. */
+    payloadJson: string;
+    /** Milliseconds since the epoch. */
+    occurredAtMs: number;
+  };
+}[T];
 
 /**
  * Appends many events, each opening its stream at position 1, in one statement inside the
@@ -273,9 +317,9 @@ export async function pingListener(client: pg.Client): Promise<void> {
  * statement reads the position and writes; a concurrent writer taking the position first
  * makes it a no-op (ON CONFLICT), and it is tried again (at most 5 times).
  */
-export async function appendToStream(
+export async function appendToStream<T extends EventType>(
   tx: TenantTx,
-  input: Omit<AppendEventInput, 'streamSeq'>,
+  input: StreamAppendInput<T>,
 ): Promise<StoredEvent> {
   for (let tries = 0; ; tries++) {
     const { rows } = await tx.query<EventRow>(

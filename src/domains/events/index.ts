@@ -1,12 +1,15 @@
 export {
   type AppendEventInput,
   appendEvent,
+  appendUncheckedEvent,
   EVENTS_CHANNEL,
   latestEventId,
   parseEventId,
   readEventsAfter,
   type StoredEvent,
+  type StreamAppendInput,
   StreamConflictError,
+  type UncheckedEventInput,
 } from './event-repository.ts';
 export {
   createEventHub,

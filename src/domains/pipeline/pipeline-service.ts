@@ -1,6 +1,7 @@
 // The pipeline domain owns what happens to an investigation after ingest opens it: triage
 // (policy, then a model), enrichment (indicators, the tenant's analyzers), the decision, and
 // acting on an approved review. Every step is an event on the investigation's stream.
+import type { EventPayload, EventType, EventTypeOn } from '../../../contracts/events.ts';
 import type { AppDatabase } from '../../db/pools.ts';
 import type { TenantTx } from '../../db/tenant-context.ts';
 import type { CortexClient } from '../../integrations/cortex/cortex-client.ts';
@@ -8,11 +9,16 @@ import { IntegrationError } from '../../integrations/integration-error.ts';
 import { LlmError } from '../../integrations/llm/provider.ts';
 import type { ObservableType, TheHiveClient } from '../../integrations/thehive/thehive-client.ts';
 import { writeAudit } from '../audit/audit-repository.ts';
-import { appendToStream } from '../events/event-repository.ts';
+import { appendToStream, type StreamAppendInput } from '../events/event-repository.ts';
 import { enqueueJobs } from '../jobs/job-repository.ts';
 import { findPolicy } from '../llm/llm-repository.ts';
 import type { CompletionAsk, LlmOutcome } from '../llm/llm-types.ts';
-import { isSeverity, type Severity } from '../projections/projection-types.ts';
+import {
+  isSeverity,
+  type Severity,
+  VERDICTS,
+  type Verdict,
+} from '../projections/projection-types.ts';
 import { extractIocs, type Ioc, publicIocs } from './iocs.ts';
 import {
   findReview,
@@ -74,8 +80,27 @@ const CASE_SEVERITY: Record<Severity, 1 | 2 | 3 | 4> = {
   critical: 4,
 };
 
-const has = (stream: PipelineEvent[], type: string) => stream.some((e) => e.type === type);
-const last = (stream: PipelineEvent[], type: string) => stream.findLast((e) => e.type === type);
+const isVerdict = (value: unknown): value is Verdict =>
+  typeof value === 'string' && (VERDICTS as readonly string[]).includes(value);
+const has = (stream: PipelineEvent[], type: EventType) => stream.some((e) => e.type === type);
+const last = (stream: PipelineEvent[], type: EventType) => stream.findLast((e) => e.type === type);
+
+/** A catalog payload without the `investigation_id` the append helper adds (per variant). */
+type StepPayload<T extends EventType> =
+  EventPayload<T> extends infer P
+    ? P extends unknown
+      ? Omit<P, 'investigation_id'>
+      : never
+    : never;
+/** What a triage outcome records besides its result (contracts/events.ts). */
+type TriageRecord = Omit<StepPayload<'triage.completed'>, keyof TriageResult>;
+type AnalyzerRun = StepPayload<'analyzer.completed'>;
+/** The outcomes of an approved review's action; one with its review id means it was acted on. */
+const ACTED: readonly string[] = [
+  'case.opened',
+  'investigation.closed',
+  'action.failed',
+] satisfies EventType[];
 
 interface Opened {
   title: string;
@@ -106,12 +131,12 @@ function policyAlerts(alerts: unknown[]): PolicyAlert[] {
 export function createPipelineService(deps: PipelineServiceDeps) {
   const { db } = deps;
 
-  async function append(
+  async function append<T extends EventTypeOn<'investigation'>>(
     tx: TenantTx,
     run: StepRun,
     investigationId: string,
-    type: string,
-    payload: Record<string, unknown>,
+    type: T,
+    payload: StepPayload<T>,
   ): Promise<void> {
     await appendToStream(tx, {
       tenantId: run.tenantId,
@@ -120,7 +145,9 @@ export function createPipelineService(deps: PipelineServiceDeps) {
       type,
       payload: { investigation_id: investigationId, ...payload },
       actor: run.actorId,
-    });
+      // The compiler cannot relate a spread generic payload to the catalog's mapped type; the
+      // signature above (type T, its payload) is what every call is checked against.
+    } as StreamAppendInput<T>);
   }
 
   function next(tx: TenantTx, run: StepRun, jobType: string, investigationId: string) {
@@ -140,7 +167,7 @@ export function createPipelineService(deps: PipelineServiceDeps) {
     opened: Opened,
     alerts: unknown[],
     policy: ResolvedPolicy,
-  ): Promise<{ result?: TriageResult; failure?: string; record: Record<string, unknown> }> {
+  ): Promise<{ result?: TriageResult; failure?: string; record: TriageRecord }> {
     let redacted: ReturnType<typeof redact>;
     try {
       redacted = redact([{ title: opened.title }, ...alerts], policy);
@@ -156,7 +183,7 @@ export function createPipelineService(deps: PipelineServiceDeps) {
       alerts: shown,
       iocs: extractIocs(shown),
     });
-    const record: Record<string, unknown> = {
+    const record: TriageRecord = {
       redaction: { fired: redacted.fired, placeholders: redacted.placeholders },
       prompt: {
         user: prompt.user,
@@ -262,7 +289,7 @@ export function createPipelineService(deps: PipelineServiceDeps) {
             });
           else
             await append(tx, run, investigationId, 'triage.failed', {
-              reason: outcome.failure,
+              reason: outcome.failure ?? 'internal_error',
               ...outcome.record,
             });
         }
@@ -285,7 +312,7 @@ export function createPipelineService(deps: PipelineServiceDeps) {
       });
       if (!state) return;
       const candidates = publicIocs(state.iocs);
-      const runs: Array<Record<string, unknown>> = [];
+      const runs: AnalyzerRun[] = [];
       let note: string | undefined;
       if (state.analyzers.length === 0) note = 'no analyzers allowed by the triage policy';
       else if (candidates.length === 0) note = 'no public indicators';
@@ -378,11 +405,7 @@ export function createPipelineService(deps: PipelineServiceDeps) {
         const review = await findReview(tx, reviewId);
         if (review?.decision !== 'approved') return undefined;
         const stream = await readInvestigationStream(tx, review.investigation_id);
-        const done = stream.some(
-          (e) =>
-            ['case.opened', 'investigation.closed', 'action.failed'].includes(e.type) &&
-            e.payload.review_id === reviewId,
-        );
+        const done = stream.some((e) => ACTED.includes(e.type) && e.payload.review_id === reviewId);
         if (done) return undefined;
         return { review, stream, opened: openedOf(stream) };
       });
@@ -390,7 +413,8 @@ export function createPipelineService(deps: PipelineServiceDeps) {
       const { review, stream, opened } = state;
       const investigationId = review.investigation_id;
       if (review.proposed_action === 'close_investigation') {
-        const verdict = String(review.action_params.verdict ?? 'false_positive');
+        const asked = review.action_params.verdict;
+        const verdict = isVerdict(asked) ? asked : 'false_positive';
         await db.withTenant(run.tenantId, async (tx) => {
           await lockInvestigation(tx, investigationId);
           await append(tx, run, investigationId, 'investigation.closed', {
@@ -452,8 +476,8 @@ async function analyze(
   client: CortexClient,
   analyzers: string[],
   iocs: Ioc[],
-): Promise<Array<Record<string, unknown>>> {
-  const results: Array<Record<string, unknown>> = [];
+): Promise<AnalyzerRun[]> {
+  const results: AnalyzerRun[] = [];
   for (const ioc of iocs) {
     for (const analyzer of analyzers) {
       if (results.length >= MAX_ANALYZER_RUNS) return results;
@@ -490,7 +514,7 @@ async function analyze(
 }
 
 type Decision =
-  | { kind: 'close'; verdict: string; reason: string }
+  | { kind: 'close'; verdict: Verdict; reason: string }
   | {
       kind: 'review';
       proposed: ProposedAction;
@@ -555,9 +579,11 @@ function decideFrom(stream: PipelineEvent[], opened: Opened, policy: ResolvedPol
     return review('open_case', 'inconclusive', rationale);
   }
   const confident = (triaged.confidence ?? 0) >= policy.min_confidence;
-  const harmless = triaged.verdict === 'false_positive' || triaged.verdict === 'benign';
-  if (confident && harmless && triaged.recommended_action === 'close')
-    return { kind: 'close', verdict: String(triaged.verdict), reason: rationale };
+  const harmlessVerdict =
+    triaged.verdict === 'false_positive' || triaged.verdict === 'benign' ? triaged.verdict : null;
+  const harmless = harmlessVerdict !== null;
+  if (confident && harmlessVerdict && triaged.recommended_action === 'close')
+    return { kind: 'close', verdict: harmlessVerdict, reason: rationale };
   if (harmless && triaged.recommended_action !== 'escalate')
     return review('close_investigation', String(triaged.verdict), rationale);
   return review('open_case', String(triaged.verdict ?? 'inconclusive'), rationale);

@@ -1,6 +1,6 @@
 import type * as s from 'zapatos/schema';
 import type { StoredEvent } from '../events/event-repository.ts';
-import { later, object, text } from './event-fields.ts';
+import { later, payloadOf, text } from './event-fields.ts';
 import type { ChangeRow, Fold, ProjectionModule } from './projection-types.ts';
 
 // Runs, failures and time per Cortex analyzer (spec §2.3; docs/projections.md), from
@@ -17,7 +17,7 @@ class AnalyzerStatsFold implements Fold<AnalyzerDelta[]> {
   readonly #analyzers = new Map<string, AnalyzerDelta>();
 
   add(event: StoredEvent): void {
-    const payload = object(event.payload) ?? {};
+    const payload = payloadOf(event, 'analyzer.completed');
     const name = text(payload.analyzer, ANALYZER_MAX);
     if (name === undefined) return;
     const duration = payload.duration_ms;

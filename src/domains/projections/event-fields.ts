@@ -1,3 +1,5 @@
+import type { EventPayload, EventType } from '../../../contracts/events.ts';
+import type { StoredEvent } from '../events/event-repository.ts';
 import { isSeverity, type Severity } from './projection-types.ts';
 
 /**
@@ -11,6 +13,21 @@ export function object(value: unknown): PayloadObject | undefined {
   return typeof value === 'object' && value !== null && !Array.isArray(value)
     ? (value as PayloadObject)
     : undefined;
+}
+
+/**
+ * A stored payload seen through its catalog type (contracts/events.ts): the field names are the
+ * catalog's (a renamed or misspelled field is a type error), the values stay unknown, because a
+ * row written before a payload changed keeps its old shape and is read defensively all the same.
+ */
+export type Unread<T> = T extends unknown ? { readonly [K in keyof T]?: unknown } : never;
+
+/** The payload of an event the fold was given for `type` (its projection's `events`). */
+export function payloadOf<T extends EventType>(
+  event: StoredEvent,
+  _type: T,
+): Unread<EventPayload<T>> {
+  return (object(event.payload) ?? {}) as Unread<EventPayload<T>>;
 }
 
 /** A string of 1..max characters (trimmed), or undefined. */

@@ -1,3 +1,4 @@
+import { isEventType } from '../../../contracts/event-types.ts';
 import type { StoredEvent } from '../events/event-repository.ts';
 import { type Checkpoints, PROJECTIONS, type ProjectionChanges } from './projection-registry.ts';
 
@@ -12,12 +13,16 @@ export function foldEvents(
   checkpoints: Checkpoints,
 ): ProjectionChanges {
   const ids = events.map((event) => BigInt(event.id));
+  // A stored type the catalog does not know (an old row) is folded by no projection.
+  const types = events.map((event) => (isEventType(event.type) ? event.type : undefined));
   const changes: Partial<Record<string, unknown>> = {};
   for (const projection of PROJECTIONS) {
     const fold = projection.fold();
     const after = checkpoints[projection.name];
     events.forEach((event, i) => {
-      if ((ids[i] ?? 0n) > after && projection.events.has(event.type)) fold.add(event);
+      const type = types[i];
+      if (type !== undefined && (ids[i] ?? 0n) > after && projection.events.has(type))
+        fold.add(event);
     });
     changes[projection.name] = fold.changes();
   }

@@ -1,6 +1,6 @@
 import type * as s from 'zapatos/schema';
 import type { StoredEvent } from '../events/event-repository.ts';
-import { earlier, later, object, type PayloadObject, text } from './event-fields.ts';
+import { earlier, later, object, type PayloadObject, payloadOf, text } from './event-fields.ts';
 import type { ChangeRow, Fold, ProjectionModule } from './projection-types.ts';
 
 // Indicators seen in alerts (spec §2.3; docs/projections.md), from `alert.received`.
@@ -41,7 +41,7 @@ class IocStatsFold implements Fold<IocDelta[]> {
   readonly #iocs = new Map<string, IocDelta>();
 
   add(event: StoredEvent): void {
-    const alert = object(object(event.payload)?.alert) ?? {};
+    const alert = object(payloadOf(event, 'alert.received').alert) ?? {};
     const at = event.occurredAt.toISOString();
     for (const { type, value } of alertIocs(alert)) {
       const key = `${type}\n${value}`;

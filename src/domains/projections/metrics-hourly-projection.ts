@@ -1,6 +1,6 @@
 import type * as s from 'zapatos/schema';
 import type { StoredEvent } from '../events/event-repository.ts';
-import { alertSeverity, object } from './event-fields.ts';
+import { alertSeverity, payloadOf } from './event-fields.ts';
 import type { ChangeRow, Fold, ProjectionModule } from './projection-types.ts';
 
 // Hourly counters (spec §2.3; docs/projections.md): alerts received, per severity, and
@@ -22,7 +22,7 @@ class MetricsFold implements Fold<MetricDelta[]> {
       this.#count(event.occurredAt, 'investigations.opened');
       return;
     }
-    const severity = alertSeverity(object(event.payload) ?? {});
+    const severity = alertSeverity(payloadOf(event, 'alert.received'));
     this.#count(event.occurredAt, 'alerts.received');
     this.#count(event.occurredAt, `alerts.${severity}`);
   }

@@ -1,5 +1,6 @@
 import type * as db from 'zapatos/db';
 import type * as s from 'zapatos/schema';
+import type { EventType } from '../../../contracts/event-types.ts';
 import type { StoredEvent } from '../events/event-repository.ts';
 
 /**
@@ -19,8 +20,11 @@ export interface ProjectionModule<Name extends string, Changes, Table extends s.
    * through); `in-place` keeps them for the openings to reset (other tables refer to them).
    */
   readonly rebuild: 'delete' | 'in-place';
-  /** The event types its fold is given; every other event passes it by. */
-  readonly events: ReadonlySet<string>;
+  /**
+   * The event types its fold is given, by their catalog names (contracts/events.ts; an unknown
+   * name is a type error); every other event passes it by.
+   */
+  readonly events: ReadonlySet<EventType>;
   /** A fresh fold for one batch. */
   fold(): Fold<Changes>;
   /** Its statements, in order; each is skipped when all its row lists are empty. */

@@ -1,6 +1,6 @@
 import type * as s from 'zapatos/schema';
 import type { StoredEvent } from '../events/event-repository.ts';
-import { identifier, later, object, text } from './event-fields.ts';
+import { identifier, later, object, payloadOf, text } from './event-fields.ts';
 import type { ChangeRow, Fold, ProjectionModule } from './projection-types.ts';
 
 // How often each Wazuh rule fired (spec §2.3; docs/projections.md), from `alert.received`.
@@ -17,7 +17,7 @@ class RuleStatsFold implements Fold<RuleDelta[]> {
   readonly #rules = new Map<string, RuleDelta>();
 
   add(event: StoredEvent): void {
-    const rule = object(object(object(event.payload)?.alert)?.rule) ?? {};
+    const rule = object(object(payloadOf(event, 'alert.received').alert)?.rule) ?? {};
     const ruleId = identifier(rule.id, RULE_ID_MAX);
     if (ruleId === undefined) return;
     const at = event.occurredAt.toISOString();

@@ -1,9 +1,8 @@
 import Type from 'typebox';
-import { InvestigationStatus, Severity } from '../investigation-values.ts';
 import { MSSP_ROLES } from '../roles.ts';
 import { Problem, Uuid } from '../route.ts';
 import { Cursor, Limit, msspRoute } from './route.ts';
-import { Incident, PendingReview } from './triage.ts';
+import { Incident, IncidentListFilters, PendingReview, ReviewQuery } from './triage.ts';
 
 /** Which tenant a row of a cross-tenant list belongs to. */
 const TenantTag = { tenant_id: Uuid, tenant_slug: Type.String() };
@@ -32,8 +31,7 @@ export const msspCrossTenantContract = {
     roles: MSSP_ROLES,
     query: Type.Object(
       {
-        status: Type.Optional(InvestigationStatus),
-        severity: Type.Optional(Severity),
+        ...IncidentListFilters,
         tenant_id: Type.Optional(Uuid),
         limit: Type.Optional(Limit),
         cursor: Type.Optional(Cursor),
@@ -55,10 +53,15 @@ export const msspCrossTenantContract = {
     method: 'GET',
     path: '/api/mssp/reviews',
     summary:
-      'Reviews awaiting a decision in every tenant, oldest first, at most 500 (System principal, audited as mssp.reviews)',
+      'Reviews awaiting a decision in every tenant, oldest first; keyset-paginated (System principal, audited as mssp.reviews)',
     roles: MSSP_ROLES,
+    query: ReviewQuery,
     responses: {
-      200: Type.Object({ items: Type.Array(FleetReview) }, { additionalProperties: false }),
+      200: Type.Object(
+        { items: Type.Array(FleetReview), next_cursor: Type.Union([Type.String(), Type.Null()]) },
+        { additionalProperties: false },
+      ),
+      400: Problem,
     },
   }),
 } as const;

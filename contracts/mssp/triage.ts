@@ -1,8 +1,9 @@
 import Type from 'typebox';
+import { InvestigationStatus, Severity } from '../investigation-values.ts';
 import { MSSP_ROLES } from '../roles.ts';
 import { Problem, Uuid } from '../route.ts';
 import { Timestamp } from '../timestamp.ts';
-import { msspRoute } from './route.ts';
+import { Cursor, Limit, msspRoute } from './route.ts';
 
 export const Incident = Type.Object(
   {
@@ -17,7 +18,27 @@ export const Incident = Type.Object(
     alert_count: Type.Integer({ minimum: 0 }),
     /** The newest of those alerts' timestamps; null while it has none. */
     last_alert_at: Type.Union([Timestamp, Type.Null()]),
+    /** The MSSP user working on it (`:assign`); null while nobody is. */
+    assignee_id: Type.Union([Uuid, Type.Null()]),
   },
+  { additionalProperties: false },
+);
+
+/**
+ * The MSSP incident lists' filters (docs/investigations.md "Queues"): `assignee` `me` is the
+ * caller's own, `none` the unassigned ones; `opened_after` / `opened_before` bound the age.
+ */
+export const IncidentListFilters = {
+  status: Type.Optional(InvestigationStatus),
+  severity: Type.Optional(Severity),
+  assignee: Type.Optional(Type.Union([Type.Literal('me'), Type.Literal('none')])),
+  opened_after: Type.Optional(Timestamp),
+  opened_before: Type.Optional(Timestamp),
+};
+
+/** A review queue's page, oldest request first. */
+export const ReviewQuery = Type.Object(
+  { limit: Type.Optional(Limit), cursor: Type.Optional(Cursor) },
   { additionalProperties: false },
 );
 
@@ -75,10 +96,7 @@ export const msspTriageContract = {
     roles: MSSP_ROLES,
     params: Type.Object({ tenant_id: Uuid }, { additionalProperties: false }),
     query: Type.Object(
-      {
-        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 200 })),
-        cursor: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{1,200}$' })),
-      },
+      { ...IncidentListFilters, limit: Type.Optional(Limit), cursor: Type.Optional(Cursor) },
       { additionalProperties: false },
     ),
     responses: {
@@ -86,17 +104,27 @@ export const msspTriageContract = {
         { items: Type.Array(Incident), next_cursor: Type.Union([Type.String(), Type.Null()]) },
         { additionalProperties: false },
       ),
+      400: Problem,
       404: Problem,
     },
   }),
   tenantReviews: msspRoute('own_tenant', {
     method: 'GET',
     path: '/api/mssp/tenants/{tenant_id}/reviews',
-    summary: "One tenant's human-in-the-loop queue: reviews awaiting a decision, oldest first",
+    summary:
+      "One tenant's human-in-the-loop queue: reviews awaiting a decision, oldest first; keyset-paginated",
     roles: MSSP_ROLES,
     params: Type.Object({ tenant_id: Uuid }, { additionalProperties: false }),
+    query: ReviewQuery,
     responses: {
-      200: Type.Object({ items: Type.Array(PendingReview) }, { additionalProperties: false }),
+      200: Type.Object(
+        {
+          items: Type.Array(PendingReview),
+          next_cursor: Type.Union([Type.String(), Type.Null()]),
+        },
+        { additionalProperties: false },
+      ),
+      400: Problem,
       404: Problem,
     },
   }),

@@ -49,12 +49,20 @@ export const SORT_KEY_FORMAT = 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"';
  * than the page so the last page is known without a count, and their params, numbered from
  * `firstParam` and appended after the query's own.
  */
-export function keyset(column: string, page: KeysetRequest, firstParam: number, id = 'id') {
+export function keyset(
+  column: string,
+  page: KeysetRequest,
+  firstParam: number,
+  id = 'id',
+  /** `asc` for a queue read oldest first (the review queues); newest first otherwise. */
+  order: 'desc' | 'asc' = 'desc',
+) {
   const [at, atId, limit] = [firstParam, firstParam + 1, firstParam + 2];
+  const [beyond, direction] = order === 'desc' ? ['<', 'DESC'] : ['>', 'ASC'];
   return {
     sortKey: `to_char(${column} AT TIME ZONE 'UTC', '${SORT_KEY_FORMAT}') AS sort_key`,
-    after: `($${at}::timestamptz IS NULL OR (${column}, ${id}) < ($${at}, $${atId}::uuid))`,
-    orderLimit: `ORDER BY ${column} DESC, ${id} DESC LIMIT $${limit}`,
+    after: `($${at}::timestamptz IS NULL OR (${column}, ${id}) ${beyond} ($${at}, $${atId}::uuid))`,
+    orderLimit: `ORDER BY ${column} ${direction}, ${id} ${direction} LIMIT $${limit}`,
     params: [page.after?.at ?? null, page.after?.id ?? null, page.limit + 1],
   };
 }

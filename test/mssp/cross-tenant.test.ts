@@ -297,7 +297,7 @@ test('§4 a bad query on the cross-tenant incident list is 400 and enters no gat
   assert.deepEqual(await gateEntries('mssp.incidents'), before);
 });
 
-test('issue 14: the cross-tenant review queue is bounded at 500, oldest kept', async () => {
+test('issue 14: the cross-tenant review queue pages past 500, oldest first, every open review once', async () => {
   await db.app.withTenant(alpha, (tx) =>
     tx.query(
       `INSERT INTO pending_reviews (tenant_id, investigation_id, proposed_action, rationale, risk,
@@ -308,17 +308,27 @@ test('issue 14: the cross-tenant review queue is bounded at 500, oldest kept', a
       [alpha, new Date(T0)],
     ),
   );
-  const res = await analyst.mssp.allReviews();
-  assert.equal(res.status, 200);
-  if (res.status !== 200) return;
-  assert.equal(res.body.items.length, 500);
+  const ids: string[] = [];
+  let cursor: string | undefined;
+  for (let pages = 0; pages < 20; pages++) {
+    const res = await analyst.mssp.allReviews({
+      query: { limit: 200, ...(cursor ? { cursor } : {}) },
+    });
+    assert.equal(res.status, 200);
+    if (res.status !== 200) return;
+    assert.ok(res.body.items.length <= 200);
+    ids.push(...res.body.items.map((r) => r.id));
+    if (res.body.next_cursor === null) break;
+    cursor = res.body.next_cursor;
+  }
   const { rows } = await db.pools.mssp.query<{ id: string }>(
     `SELECT r.id FROM pending_reviews r JOIN tenants t ON t.id = r.tenant_id
       WHERE r.decision IS NULL AND t.state <> 'soft-deleted'
-      ORDER BY r.requested_at, r.id LIMIT 500`,
+      ORDER BY r.requested_at, r.id`,
   );
+  assert.ok(rows.length > 520);
   assert.deepEqual(
-    res.body.items.map((r) => r.id),
+    ids,
     rows.map((r) => r.id),
   );
 });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { createSystemGate, type SystemGate } from '../../src/db/system-gate.ts';
-import { appendEvent, type StoredEvent } from '../../src/domains/events/index.ts';
+import { appendUncheckedEvent, type StoredEvent } from '../../src/domains/events/index.ts';
 import { foldEvents } from '../../src/domains/projections/folds.ts';
 import { noCheckpoints } from '../../src/domains/projections/projection-registry.ts';
 import {
@@ -68,7 +68,7 @@ async function pipeline(
   const seq = positions.get(investigationId) ?? 2;
   positions.set(investigationId, seq + 1);
   const event = await db.app.withTenant(tenantId, (tx) =>
-    appendEvent(tx, {
+    appendUncheckedEvent(tx, {
       tenantId,
       streamType: 'investigation',
       streamId: investigationId,
@@ -436,7 +436,7 @@ test('issue 13 malformed pipeline payloads are skipped, never stall the tenant',
   await pipeline(t, inv, 'case.opened', 'not an object', minutes(6));
   // An id that is no UUID on a stream that is not an investigation's: nothing to fold into.
   const stray = await db.app.withTenant(t, (tx) =>
-    appendEvent(tx, {
+    appendUncheckedEvent(tx, {
       tenantId: t,
       streamType: 'review',
       streamId: randomUUID(),
@@ -507,7 +507,14 @@ const PIPELINE_TYPES = [
   'review.rejected',
   'investigation.closed',
   'case.opened',
+  // The analyst's work (docs/investigations.md), on the same stream.
+  'investigation.assigned',
+  'note.added',
+  'investigation.reopened',
+  'investigation.severity_changed',
 ] as const;
+/** MSSP users the random mix assigns investigations to (the column references users). */
+const ASSIGNEES: string[] = [];
 const VERDICT_VALUES = ['true_positive', 'false_positive', 'benign', 'inconclusive'];
 
 function pick<T>(random: () => number, values: readonly T[]): T {
@@ -545,6 +552,21 @@ function randomPayload(type: string, random: () => number): unknown {
       };
     case 'investigation.closed':
       return { verdict: pick(random, VERDICT_VALUES), reason: 'r', by: 'policy' };
+    case 'investigation.assigned':
+      return {
+        assignee_id: random() < 0.3 ? null : pick(random, ASSIGNEES),
+        previous_assignee_id: null,
+      };
+    case 'note.added':
+      return { note_id: review_id, body: 'n', visibility: pick(random, ['internal', 'shared']) };
+    case 'investigation.reopened':
+      return { reason: 'r' };
+    case 'investigation.severity_changed':
+      return {
+        from: 'info',
+        to: pick(random, ['info', 'low', 'medium', 'high', 'critical']),
+        reason: 'r',
+      };
     default:
       return { review_id, case_id: `~${Math.floor(random() * 1e6)}`, case_number: 1 };
   }
@@ -583,6 +605,16 @@ test('§2.3 issue 13 rebuild equals incremental for a random mix of pipeline eve
     await createTenant(db.pools.app),
     await createTenant(db.pools.app),
   ];
+  for (const n of [1, 2])
+    ASSIGNEES.push(
+      await db.app.withoutTenant(async (tx) => {
+        const { rows } = await tx.query<{ id: string }>(
+          `INSERT INTO users (email, role) VALUES ($1, 'analyst') RETURNING id`,
+          [`mix-${n}-${randomUUID().slice(0, 8)}@mssp.test`],
+        );
+        return rows[0]?.id ?? '';
+      }),
+    );
   const random = seeded(13);
   for (const t of tenants) await randomMix(t, 250, random);
   const incremental: Record<string, unknown> = {};
@@ -605,10 +637,18 @@ test('§2.3 issue 13 rebuild equals incremental for a random mix of pipeline eve
     ['awaiting_review', 'closed', 'open', 'resolved', 'triaging'],
   );
   assert.ok(rows.some((r) => r.verdicts > 0) && rows.some((r) => r.summaries > 0));
+  // The analyst's work reached the rows too: assignees and pinned severities.
+  const work = await db.pools.mssp.query<{ assigned: number; pinned: number }>(
+    `SELECT count(assignee_id)::int AS assigned, count(*) FILTER (WHERE severity_pinned)::int AS pinned
+       FROM investigations WHERE tenant_id = ANY($1::uuid[])`,
+    [tenants],
+  );
+  assert.ok((work.rows[0]?.assigned ?? 0) > 0 && (work.rows[0]?.pinned ?? 0) > 0);
   // Drift in the workflow columns (a bug, a hand edit): the rebuild refolds them from the store.
   await db.pools.mssp.query(
     `UPDATE investigations SET status = 'closed', verdict = 'benign', summary = 'drift',
-            closed_at = now(), resolved_at = now() WHERE tenant_id = ANY($1::uuid[])`,
+            closed_at = now(), resolved_at = now(), assignee_id = NULL,
+            severity_pinned = NOT severity_pinned WHERE tenant_id = ANY($1::uuid[])`,
     [tenants],
   );
   for (const t of tenants) await service().rebuild(t);

@@ -1,4 +1,5 @@
 import type * as s from 'zapatos/schema';
+import type { EventType } from '../../../contracts/event-types.ts';
 import { isUuid } from '../../../contracts/uuid.ts';
 import type { StoredEvent } from '../events/event-repository.ts';
 import { alertSeverity, later, object, type PayloadObject, text } from './event-fields.ts';
@@ -51,7 +52,14 @@ export type StatusOutcome = Partial<ChangeRow<Row, 'closed_at' | 'resolved_at'>>
 export type InvestigationWorkflow = ChangeRow<
   Row,
   'id' | 'verdict' | 'summary' | 'updated_at' | 'last_event_id'
-> & { verdict: Verdict | null; outcomes: Record<Status, StatusOutcome> };
+> & {
+  verdict: Verdict | null;
+  outcomes: Record<Status, StatusOutcome>;
+  /** Present when the batch (un)assigned it: the last assignee, null for unassigned. */
+  assignee?: { id: string | null };
+  /** The analyst's last severity in the batch: it replaces the row's and pins it. */
+  pinned_severity: Severity | null;
+};
 
 /**
  * One batch's changes, one entry per id. Investigations opened in the batch are written before
@@ -67,7 +75,7 @@ const TITLE_MAX = 500;
 const SUMMARY_MAX = 4000;
 
 /** The triage pipeline's events on an investigation's own stream (docs/projections.md). */
-const WORKFLOW_EVENTS = [
+const WORKFLOW_EVENTS: readonly EventType[] = [
   'triage.started',
   'triage.completed',
   'triage.failed',
@@ -79,6 +87,11 @@ const WORKFLOW_EVENTS = [
   'investigation.closed',
   'case.opened',
   'action.failed',
+  // The analyst's work (docs/investigations.md).
+  'investigation.assigned',
+  'note.added',
+  'investigation.reopened',
+  'investigation.severity_changed',
 ];
 const VERDICT_EVENTS: ReadonlySet<string> = new Set([
   'triage.completed',
@@ -114,6 +127,10 @@ function statusMove(type: string, payload: PayloadObject, at: string): Move | un
       return (from) => (isFinal(from) ? undefined : { status: 'awaiting_review' });
     case 'investigation.closed':
       return closing(at);
+    case 'investigation.reopened':
+      // Only a closed or resolved investigation reopens; it then carries no closing time.
+      return (from) =>
+        isFinal(from) ? { status: 'open', closed_at: null, resolved_at: null } : undefined;
     case 'case.opened':
       return (from) => (isFinal(from) ? undefined : { status: 'resolved', resolved_at: at });
     case 'action.failed':
@@ -158,7 +175,15 @@ function unmoved(id: string, at: string, eventId: string): InvestigationWorkflow
     Status,
     StatusOutcome
   >;
-  return { id, outcomes, verdict: null, summary: null, updated_at: at, last_event_id: eventId };
+  return {
+    id,
+    outcomes,
+    verdict: null,
+    summary: null,
+    updated_at: at,
+    last_event_id: eventId,
+    pinned_severity: null,
+  };
 }
 
 class InvestigationsFold implements Fold<InvestigationChanges> {
@@ -227,6 +252,13 @@ class InvestigationsFold implements Fold<InvestigationChanges> {
       for (const outcome of Object.values(row.outcomes))
         Object.assign(outcome, move(outcome.status));
     if (VERDICT_EVENTS.has(event.type) && isVerdict(payload.verdict)) row.verdict = payload.verdict;
+    if (event.type === 'investigation.assigned') {
+      if (payload.assignee_id === null) row.assignee = { id: null };
+      else if (isUuid(payload.assignee_id))
+        row.assignee = { id: payload.assignee_id.toLowerCase() };
+    }
+    if (event.type === 'investigation.severity_changed' && isSeverity(payload.to))
+      row.pinned_severity = payload.to;
     row.summary = summaryOf(event.type, payload) ?? row.summary;
     row.updated_at = later(row.updated_at, at);
     row.last_event_id = event.id;
@@ -235,8 +267,8 @@ class InvestigationsFold implements Fold<InvestigationChanges> {
 }
 
 // An opening (re)starts every event-derived column, the workflow ones (status, verdict,
-// summary, resolved/closed) included, so a rebuild in place refolds them from the store. The
-// assignee is no event's: it is left alone.
+// summary, resolved/closed, assignee, pinned severity) included, so a rebuild in place refolds
+// them from the store.
 const OPEN = `
   INSERT INTO investigations AS i (tenant_id, id, title, severity, status, source, source_ref,
                                    opened_at, updated_at, alert_count, last_alert_at, last_event_id)
@@ -249,19 +281,25 @@ const OPEN = `
          source_ref = excluded.source_ref, opened_at = excluded.opened_at,
          updated_at = excluded.updated_at, alert_count = 0, last_alert_at = NULL,
          status = 'open', verdict = NULL, summary = NULL, resolved_at = NULL, closed_at = NULL,
-         last_event_id = excluded.last_event_id`;
+         assignee_id = NULL, severity_pinned = false, last_event_id = excluded.last_event_id`;
 
 // What alerts ($2) and pipeline events ($3) did to investigations, joined per id into one
 // statement. A status move reads the row's status before it (r.outcomes -> i.status): every
 // SET expression sees the old row. Where a side has no entry its columns are NULL and keep the
-// row's value (greatest() ignores NULL; so does the severity comparison).
+// row's value (greatest() ignores NULL; so does the severity comparison). An analyst's severity
+// replaces the row's and pins it: alerts raise only an unpinned severity.
 const ALERTS_AND_MOVES = `
   UPDATE investigations AS i
      SET alert_count = i.alert_count + coalesce(r.alerts, 0),
          severity = CASE
+           WHEN r.pinned_severity IS NOT NULL THEN r.pinned_severity
+           WHEN i.severity_pinned THEN i.severity
            WHEN array_position('{info,low,medium,high,critical}'::text[], r.severity)
               > array_position('{info,low,medium,high,critical}'::text[], i.severity)
            THEN r.severity ELSE i.severity END,
+         severity_pinned = i.severity_pinned OR r.pinned_severity IS NOT NULL,
+         assignee_id = CASE WHEN r.assignee ? 'id'
+           THEN (r.assignee ->> 'id')::uuid ELSE i.assignee_id END,
          last_alert_at = greatest(i.last_alert_at, r.last_alert_at),
          status = coalesce((r.outcomes -> i.status) ->> 'status', i.status),
          closed_at = CASE WHEN (r.outcomes -> i.status) ? 'closed_at'
@@ -273,12 +311,13 @@ const ALERTS_AND_MOVES = `
          updated_at = greatest(i.updated_at, r.last_alert_at, r.updated_at),
          last_event_id = greatest(i.last_event_id, r.alert_event_id, r.workflow_event_id)
     FROM (SELECT id, a.alerts, a.severity, a.last_alert_at, a.last_event_id AS alert_event_id,
-                 w.outcomes, w.verdict, w.summary, w.updated_at,
+                 w.outcomes, w.verdict, w.summary, w.updated_at, w.assignee, w.pinned_severity,
                  w.last_event_id AS workflow_event_id
             FROM jsonb_to_recordset($2::jsonb) AS a(id uuid, alerts integer, severity text,
                  last_alert_at timestamptz, last_event_id bigint)
             FULL JOIN jsonb_to_recordset($3::jsonb) AS w(id uuid, outcomes jsonb, verdict text,
-                 summary text, updated_at timestamptz, last_event_id bigint) USING (id)) AS r
+                 summary text, updated_at timestamptz, assignee jsonb, pinned_severity text,
+                 last_event_id bigint) USING (id)) AS r
    WHERE i.tenant_id = $1 AND i.id = r.id`;
 
 export const investigations: ProjectionModule<
@@ -292,7 +331,7 @@ export const investigations: ProjectionModule<
   // pending_reviews refer to investigations: a rebuild keeps the rows and the openings reset
   // them (docs/projections.md "Rebuild").
   rebuild: 'in-place',
-  events: new Set(['investigation.opened', 'alert.received', ...WORKFLOW_EVENTS]),
+  events: new Set<EventType>(['investigation.opened', 'alert.received', ...WORKFLOW_EVENTS]),
   fold: () => new InvestigationsFold(),
   writes: [
     { label: 'projections.open', text: OPEN, rows: (c) => [c.opened] },

@@ -82,6 +82,22 @@ export function createProjectionService(deps: ProjectionServiceDeps) {
       });
     },
 
+    /**
+     * Read-your-writes for a writer that just committed `eventId`: folds the tenant's events
+     * until every projection is past it. It queues behind a projector folding the tenant (its
+     * lock) rather than polling, and folds nothing when the projector got there first.
+     */
+    catchUp(tenantId: string, eventId: bigint): Promise<void> {
+      return db.withTenant(tenantId, async (tx) => {
+        await projectorLock(tx, tenantId);
+        const checkpoints = await readCheckpoints(tx);
+        while (lowest(checkpoints) < eventId) {
+          const batch = await foldBatch(tx, tenantId, checkpoints, limit);
+          if (batch.events === 0) break;
+        }
+      });
+    },
+
     /** The periodic sweep's cheap question, under the tenant's own RLS context. */
     isBehind(tenantId: string): Promise<boolean> {
       return db.withTenant(tenantId, hasUnfoldedEvents);

@@ -17,8 +17,8 @@ export function createCrossTenantTriageService(deps: { system: SystemGate }) {
       );
     },
 
-    listOpenReviews(): Promise<FleetReview[]> {
-      return deps.system.withSystem('mssp.reviews', listFleetOpenReviews);
+    listOpenReviews(page: KeysetRequest): Promise<KeysetPage<FleetReview>> {
+      return deps.system.withSystem('mssp.reviews', (tx) => listFleetOpenReviews(tx, page));
     },
   };
 }

@@ -1,18 +1,79 @@
+import { type KeysetPage, type KeysetRequest, keyset, toKeysetPage } from '../../db/keyset.ts';
+import { prepared } from '../../db/prepared.ts';
 import type { TenantTx } from '../../db/tenant-context.ts';
-import type { Review, ReviewDecision } from './triage-types.ts';
+import type {
+  IncidentSummary,
+  Review,
+  ReviewDecision,
+  TenantIncidentFilters,
+} from './triage-types.ts';
 
 /** SQL on `pending_reviews`, tenant-scoped: every function runs under RLS. */
 
 const REVIEW_COLUMNS = `id, investigation_id, proposed_action, action_params, rationale, evidence, risk,
   confidence, requested_by, requested_at, expires_at, decision, decided_by, decided_at, decision_note`;
 
-/** Reviews awaiting a decision, oldest first; the queue is bounded, not paged. */
-export async function listOpenReviews(tx: TenantTx): Promise<Review[]> {
-  const { rows } = await tx.query<Review>(
-    `SELECT ${REVIEW_COLUMNS} FROM pending_reviews
-      WHERE decision IS NULL ORDER BY requested_at, id LIMIT 500`,
+/**
+ * Reviews awaiting a decision, oldest first, a keyset page at a time
+ * (pending_reviews_tenant_open_idx). The explicit tenant beside RLS gives the planner the index.
+ */
+export async function listOpenReviews(
+  tx: TenantTx,
+  tenantId: string,
+  page: KeysetRequest,
+): Promise<KeysetPage<Review>> {
+  const k = keyset('requested_at', page, 2, 'id', 'asc');
+  const { rows } = await tx.query<Review & { sort_key: string }>(
+    prepared(
+      'triage.open-reviews',
+      `SELECT ${REVIEW_COLUMNS}, ${k.sortKey} FROM pending_reviews
+        WHERE tenant_id = $1 AND decision IS NULL AND ${k.after}
+        ${k.orderLimit}`,
+      [tenantId, ...k.params],
+    ),
   );
-  return rows;
+  return toKeysetPage(rows, page.limit);
+}
+
+/**
+ * One tenant's investigations for the MSSP's list, newest opened first, by status, severity,
+ * assignee and age (investigations_tenant_assignee_idx serves "assigned to me", sql/0029).
+ */
+export async function listTenantIncidents(
+  tx: TenantTx,
+  tenantId: string,
+  filters: TenantIncidentFilters,
+  page: KeysetRequest,
+): Promise<KeysetPage<IncidentSummary>> {
+  const k = keyset('opened_at', page, 8);
+  const { rows } = await tx.query<IncidentSummary & { sort_key: string }>(
+    prepared(
+      'triage.tenant-incidents',
+      `SELECT id, title, status, severity, verdict, opened_at, updated_at, alert_count,
+              last_alert_at, assignee_id, ${k.sortKey}
+         FROM investigations
+        WHERE tenant_id = $1
+          AND ($2::text IS NULL OR status = $2)
+          AND ($3::text IS NULL OR severity = $3)
+          AND ($4::uuid IS NULL OR assignee_id = $4)
+          AND (NOT $5::boolean OR assignee_id IS NULL)
+          AND ($6::timestamptz IS NULL OR opened_at >= $6)
+          AND ($7::timestamptz IS NULL OR opened_at < $7)
+          AND ${k.after}
+        ${k.orderLimit}`,
+      [
+        tenantId,
+        filters.status ?? null,
+        filters.severity ?? null,
+        filters.assigneeId ?? null,
+        filters.unassigned ?? false,
+        filters.openedAfter ?? null,
+        filters.openedBefore ?? null,
+        ...k.params,
+      ],
+    ),
+  );
+  return toKeysetPage(rows, page.limit);
 }
 
 /**

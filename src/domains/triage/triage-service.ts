@@ -1,15 +1,20 @@
 // The triage domain owns the analyst's work on one tenant: its incident list, its queue of
 // proposed actions awaiting a human, and the decisions on them (spec §1 item 6, §5.8).
+import type { EventPayload } from '../../../contracts/events.ts';
 import type { KeysetPage, KeysetRequest } from '../../db/keyset.ts';
 import type { AppDatabase } from '../../db/pools.ts';
 import type { TenantTx } from '../../db/tenant-context.ts';
 import { writeAudit } from '../audit/audit-repository.ts';
 import { appendToStream } from '../events/event-repository.ts';
-import { listCustomerInvestigations } from '../investigations/investigation-repository.ts';
 import { enqueueJobs } from '../jobs/job-repository.ts';
 import { findTenant } from '../tenants/tenant-repository.ts';
 import { TenantNotFoundError } from '../tenants/tenant-types.ts';
-import { decideOpenReview, findReviewDecision, listOpenReviews } from './triage-repository.ts';
+import {
+  decideOpenReview,
+  findReviewDecision,
+  listOpenReviews,
+  listTenantIncidents,
+} from './triage-repository.ts';
 import {
   type AnalystVerdict,
   type Decider,
@@ -18,6 +23,7 @@ import {
   ReviewClosedError,
   type ReviewDecision,
   ReviewNotFoundError,
+  type TenantIncidentFilters,
 } from './triage-types.ts';
 
 const AUDIT_ACTION: Record<ReviewDecision, string> = {
@@ -34,18 +40,22 @@ export function createTriageService(deps: {
   now: () => Date;
 }) {
   return {
-    listIncidents(tenantId: string, page: KeysetRequest): Promise<KeysetPage<IncidentSummary>> {
+    listIncidents(
+      tenantId: string,
+      filters: TenantIncidentFilters,
+      page: KeysetRequest,
+    ): Promise<KeysetPage<IncidentSummary>> {
       return deps.db.withTenant(tenantId, async (tx) => {
         await requireTenant(tx, tenantId);
-        const found = await listCustomerInvestigations(tx, {}, page);
-        return { rows: found.rows.map(summary), next: found.next };
+        return listTenantIncidents(tx, tenantId, filters, page);
       });
     },
 
-    listOpenReviews(tenantId: string): Promise<Review[]> {
+    /** The queue, oldest first, a page at a time (no cap: every open review is reachable). */
+    listOpenReviews(tenantId: string, page: KeysetRequest): Promise<KeysetPage<Review>> {
       return deps.db.withTenant(tenantId, async (tx) => {
         await requireTenant(tx, tenantId);
-        return listOpenReviews(tx);
+        return listOpenReviews(tx, tenantId, page);
       });
     },
 
@@ -91,36 +101,13 @@ const ACT_ATTEMPTS = 10;
  * analyst's verdict (false_positive unless they said otherwise); a rejected closure sends it
  * back to the analysts (open), with their verdict when they gave one.
  */
-function rejection(review: Review, verdict: AnalystVerdict | undefined): Record<string, unknown> {
+function rejection(
+  review: Review,
+  verdict: AnalystVerdict | undefined,
+): { reopen: boolean; verdict?: AnalystVerdict } {
   return review.proposed_action === 'close_investigation'
     ? { reopen: true, ...(verdict ? { verdict } : {}) }
     : { verdict: verdict ?? 'false_positive', reopen: false };
-}
-
-/** The MSSP list shows fewer columns than the customer's; the query is the one they share. */
-function summary(row: IncidentSummary): IncidentSummary {
-  const {
-    id,
-    title,
-    status,
-    severity,
-    verdict,
-    opened_at,
-    updated_at,
-    alert_count,
-    last_alert_at,
-  } = row;
-  return {
-    id,
-    title,
-    status,
-    severity,
-    verdict,
-    opened_at,
-    updated_at,
-    alert_count,
-    last_alert_at,
-  };
 }
 
 async function requireTenant(tx: TenantTx, tenantId: string): Promise<void> {
@@ -147,17 +134,19 @@ async function recordDecision(
   { tenantId, review, decision, decider, note, verdict }: DecisionRecord,
 ): Promise<void> {
   // On the investigation's stream, after the pipeline's steps: the read model follows it.
-  await appendToStream(tx, {
+  const decided = {
+    review_id: review.id,
+    investigation_id: review.investigation_id,
+    // Reviews are written by the pipeline's decide step only, with one of its two actions.
+    action: review.proposed_action as EventPayload<'review.approved'>['action'],
+  };
+  await appendToStream<'review.approved' | 'review.rejected'>(tx, {
     tenantId,
     streamType: 'investigation',
     streamId: review.investigation_id,
-    type: `review.${decision}`,
-    payload: {
-      review_id: review.id,
-      investigation_id: review.investigation_id,
-      action: review.proposed_action,
-      ...(decision === 'rejected' ? rejection(review, verdict) : {}),
-    },
+    ...(decision === 'approved'
+      ? { type: 'review.approved', payload: decided }
+      : { type: 'review.rejected', payload: { ...decided, ...rejection(review, verdict) } }),
     actor: `user:${decider.userId}`,
   });
   // The approved action runs as a job, committed with the approval; its key makes a second

@@ -38,7 +38,22 @@ export type IncidentSummary = Pick<
   | 'updated_at'
   | 'alert_count'
   | 'last_alert_at'
+  | 'assignee_id'
 >;
+
+/**
+ * The MSSP incident lists' filters (docs/investigations.md "Queues"); each absent one matches
+ * everything. `assigneeId` is the caller's own id for "assigned to me".
+ */
+export interface TenantIncidentFilters {
+  status?: string | undefined;
+  severity?: string | undefined;
+  assigneeId?: string | undefined;
+  unassigned?: boolean | undefined;
+  /** Opened at or after / strictly before, as the client sent them (RFC 3339). */
+  openedAfter?: string | undefined;
+  openedBefore?: string | undefined;
+}
 
 export type ReviewDecision = 'approved' | 'rejected';
 
@@ -86,8 +101,6 @@ export type FleetIncident = IncidentSummary & TenantTag;
 export type FleetReview = Review & TenantTag;
 
 /** The cross-tenant incident list's filters; each absent one matches everything. */
-export interface FleetIncidentFilters {
-  status?: string | undefined;
-  severity?: string | undefined;
+export interface FleetIncidentFilters extends TenantIncidentFilters {
   tenantId?: string | undefined;
 }

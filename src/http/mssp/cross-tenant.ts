@@ -14,12 +14,20 @@ export function crossTenantRoutes(triage: CrossTenantTriageService): Hono {
   implement(
     app,
     contract.allIncidents,
-  )(async (_c, { query }) => {
+  )(async (c, { query }) => {
     const page = {
       after: decodeCursor('fleet-incidents', query.cursor),
       limit: query.limit ?? DEFAULT_LIMIT,
     };
-    const filters = { status: query.status, severity: query.severity, tenantId: query.tenant_id };
+    const filters = {
+      status: query.status,
+      severity: query.severity,
+      tenantId: query.tenant_id,
+      assigneeId: query.assignee === 'me' ? c.get('identity').user_id : undefined,
+      unassigned: query.assignee === 'none',
+      openedAfter: query.opened_after,
+      openedBefore: query.opened_before,
+    };
     const result = await triage.listIncidents(filters, page);
     return {
       status: 200,
@@ -33,8 +41,16 @@ export function crossTenantRoutes(triage: CrossTenantTriageService): Hono {
   implement(
     app,
     contract.allReviews,
-  )(async () => {
-    return { status: 200, body: { items: await triage.listOpenReviews() } };
+  )(async (_c, { query }) => {
+    const page = {
+      after: decodeCursor('fleet-reviews', query.cursor),
+      limit: query.limit ?? DEFAULT_LIMIT,
+    };
+    const result = await triage.listOpenReviews(page);
+    return {
+      status: 200,
+      body: { items: result.rows, next_cursor: nextCursor('fleet-reviews', result.next) },
+    };
   });
   return app;
 }

@@ -19,7 +19,16 @@ export function triageRoutes(triage: TriageService): Hono {
       after: decodeCursor('mssp-incidents', query.cursor),
       limit: query.limit ?? DEFAULT_LIMIT,
     };
-    const result = await triage.listIncidents(tenantId, page);
+    const identity = c.get('identity');
+    const filters = {
+      status: query.status,
+      severity: query.severity,
+      assigneeId: query.assignee === 'me' ? identity.user_id : undefined,
+      unassigned: query.assignee === 'none',
+      openedAfter: query.opened_after,
+      openedBefore: query.opened_before,
+    };
+    const result = await triage.listIncidents(tenantId, filters, page);
     return {
       status: 200,
       body: {
@@ -32,10 +41,17 @@ export function triageRoutes(triage: TriageService): Hono {
   implement(
     app,
     contract.tenantReviews,
-  )(async (c, { params }) => {
+  )(async (c, { params, query }) => {
     const tenantId = tenantOfRequest(c, params.tenant_id);
-    const reviews = await triage.listOpenReviews(tenantId);
-    return { status: 200, body: { items: reviews } };
+    const page = {
+      after: decodeCursor('reviews', query.cursor),
+      limit: query.limit ?? DEFAULT_LIMIT,
+    };
+    const result = await triage.listOpenReviews(tenantId, page);
+    return {
+      status: 200,
+      body: { items: result.rows, next_cursor: nextCursor('reviews', result.next) },
+    };
   });
 
   const decide = async (

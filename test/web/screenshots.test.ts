@@ -20,6 +20,7 @@ test('issue 14: npm run screenshots photographs the main pages of both apps at 1
     for (const width of ['desktop', 'mobile']) {
       assert.ok(names.includes(`${app}-login-${width}.png`), names.join(', '));
       assert.ok(names.includes(`${app}-landing-${width}.png`), names.join(', '));
+      assert.ok(names.includes(`${app}-incident-detail-${width}.png`), names.join(', '));
     }
   }
   // Beyond sign-in and landing: every page of each app's navigation.

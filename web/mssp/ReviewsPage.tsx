@@ -1,11 +1,18 @@
-import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { type FormEvent, Fragment, useId, useState } from 'react';
+import {
+  type InfiniteData,
+  type UseInfiniteQueryResult,
+  useInfiniteQuery,
+  useMutation,
+  useQueryClient,
+} from '@tanstack/react-query';
+import { type FormEvent, Fragment, type ReactNode, useId, useState } from 'react';
 import { Link } from 'react-router-dom';
 import type { Static } from 'typebox';
 import type { msspContract } from '../../contracts/index.ts';
 import { ok, svc } from '../shared/api.ts';
 import { tenantEventsUrl, useTenantEvents } from '../shared/events.ts';
-import { Empty, ErrorState, QueryView } from '../shared/states.tsx';
+import { LoadMore } from '../shared/LoadMore.tsx';
+import { Empty, ErrorState, Loading } from '../shared/states.tsx';
 import { msspKeys } from './query-keys.ts';
 import { TenantPicker, useTenantParam } from './TenantPicker.tsx';
 
@@ -16,7 +23,8 @@ const VERDICTS: readonly Verdict[] = ['false_positive', 'benign', 'true_positive
 /**
  * The human-in-the-loop queue of every tenant (`GET /api/mssp/reviews`), or of the one the
  * picker narrows to: each proposed action with its rationale, risk, confidence and evidence;
- * every MSSP role may approve or reject it with a note, on the review's own tenant.
+ * every MSSP role may approve or reject it with a note, on the review's own tenant. Both
+ * queues page with the API's cursor, oldest request first.
  */
 export function ReviewsPage() {
   const [tenantId, choose] = useTenantParam();
@@ -29,51 +37,75 @@ export function ReviewsPage() {
   );
 }
 
+const PAGE = 50;
+
 function AllReviews() {
-  const reviews = useQuery({
+  const reviews = useInfiniteQuery({
     queryKey: msspKeys.allReviews(),
-    queryFn: () => ok(svc.mssp.allReviews()),
+    initialPageParam: undefined as string | undefined,
+    queryFn: ({ pageParam }) =>
+      ok(
+        svc.mssp.allReviews({
+          query: { limit: PAGE, ...(pageParam ? { cursor: pageParam } : {}) },
+        }),
+      ),
+    getNextPageParam: (last) => last.next_cursor ?? undefined,
     // Cross-tenant: no single tenant stream covers it, so it is polled, as the fleet is.
     refetchInterval: 30_000,
   });
   return (
-    <QueryView
+    <ReviewList
       query={reviews}
-      isEmpty={(d) => d.items.length === 0}
-      empty={<Empty title="No reviews are waiting in any tenant." />}
-    >
-      {(d) => (
-        <ul className="cards">
-          {d.items.map((r) => (
-            <ReviewCard key={r.id} tenantId={r.tenant_id} review={r} tenantSlug={r.tenant_slug} />
-          ))}
-        </ul>
+      empty="No reviews are waiting in any tenant."
+      card={(r) => (
+        <ReviewCard key={r.id} tenantId={r.tenant_id} review={r} tenantSlug={r.tenant_slug} />
       )}
-    </QueryView>
+    />
   );
 }
 
 function TenantReviews({ tenantId }: { tenantId: string }) {
   const key = msspKeys.tenantReviews(tenantId);
-  const reviews = useQuery({
+  const reviews = useInfiniteQuery({
     queryKey: key,
-    queryFn: () => ok(svc.mssp.tenantReviews({ params: { tenant_id: tenantId } })),
+    initialPageParam: undefined as string | undefined,
+    queryFn: ({ pageParam }) =>
+      ok(
+        svc.mssp.tenantReviews({
+          params: { tenant_id: tenantId },
+          query: { limit: PAGE, ...(pageParam ? { cursor: pageParam } : {}) },
+        }),
+      ),
+    getNextPageParam: (last) => last.next_cursor ?? undefined,
   });
   useTenantEvents(tenantEventsUrl(tenantId), [key]);
   return (
-    <QueryView
+    <ReviewList
       query={reviews}
-      isEmpty={(d) => d.items.length === 0}
-      empty={<Empty title="No reviews are waiting for this tenant." />}
-    >
-      {(d) => (
-        <ul className="cards">
-          {d.items.map((r) => (
-            <ReviewCard key={r.id} tenantId={tenantId} review={r} />
-          ))}
-        </ul>
-      )}
-    </QueryView>
+      empty="No reviews are waiting for this tenant."
+      card={(r) => <ReviewCard key={r.id} tenantId={tenantId} review={r} />}
+    />
+  );
+}
+
+/** A queue, oldest request first, paged with the API's cursor (no cap on its length). */
+function ReviewList<T extends Review>(props: {
+  query: UseInfiniteQueryResult<InfiniteData<{ items: T[]; next_cursor: string | null }>>;
+  empty: string;
+  card: (review: T) => ReactNode;
+}) {
+  const { query } = props;
+  if (query.isPending) return <Loading />;
+  if (query.isError && !query.isFetchNextPageError) {
+    return <ErrorState error={query.error} retry={() => void query.refetch()} />;
+  }
+  const items = query.data.pages.flatMap((p) => p.items);
+  if (items.length === 0) return <Empty title={props.empty} />;
+  return (
+    <>
+      <ul className="cards">{items.map(props.card)}</ul>
+      <LoadMore query={query} shown={items.length} noun="reviews" order="oldest" />
+    </>
   );
 }
 
@@ -132,6 +164,12 @@ function ReviewCard({
             </dd>
           </>
         )}
+        <dt>Incident</dt>
+        <dd>
+          <Link to={`/tenants/${tenantId}/incidents/${review.investigation_id}`}>
+            Open the incident
+          </Link>
+        </dd>
         <dt>Risk</dt>
         <dd>
           <span className={`severity severity-${review.risk}`}>{review.risk}</span>

@@ -49,21 +49,20 @@ export function auditPage(filter: AuditFilter, cursor: string | undefined) {
   );
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** One incident's detail (`GET /api/tenant/incidents/{id}`); its alerts are members of it. */
+export const incidentKey = (id: string) => [...INCIDENTS_KEY, 'detail', id] as const;
+export const incidentAlertsKey = (id: string) =>
+  [...INCIDENTS_KEY, 'detail', id, 'alerts'] as const;
 
-/**
- * One incident. The customer API has no detail endpoint, so this walks the unfiltered list
- * (newest first, the largest pages the API serves) until the id turns up; null when the
- * tenant has no such incident.
- */
-export async function findIncident(id: string): Promise<IncidentRow | null> {
-  if (!UUID.test(id)) return null;
-  let cursor: string | undefined;
-  do {
-    const page = await incidentsPage({}, cursor, 200);
-    const found = page.items.find((i) => i.id === id);
-    if (found) return found;
-    cursor = page.next_cursor ?? undefined;
-  } while (cursor);
-  return null;
+export function incidentDetail(id: string) {
+  return ok(svc.tenant.incident({ params: { id } }));
+}
+
+export function incidentAlertsPage(id: string, cursor: string | undefined) {
+  return ok(
+    svc.tenant.incidentAlerts({
+      params: { id },
+      query: { limit: PAGE_SIZE, ...(cursor && { cursor }) },
+    }),
+  );
 }

@@ -9,16 +9,21 @@ export function LoadMore<P>({
   query,
   shown,
   noun,
+  order = 'newest',
 }: {
   query: UseInfiniteQueryResult<InfiniteData<P>>;
   shown: number;
   /** Plural, lower case: "incidents", "entries". */
   noun: string;
+  /** Which end the list starts at: newest first (the default) or oldest first (a queue). */
+  order?: 'newest' | 'oldest';
 }) {
   return (
     <div className="load-more">
       <p className="hint" role="status">
-        {query.hasNextPage ? `Showing the newest ${shown} ${noun}.` : `All ${shown} ${noun} shown.`}
+        {query.hasNextPage
+          ? `Showing the ${order} ${shown} ${noun}.`
+          : `All ${shown} ${noun} shown.`}
       </p>
       {query.isFetchNextPageError && (
         <ErrorState error={query.error} retry={() => void query.fetchNextPage()} />

@@ -50,6 +50,8 @@ export const WRONG_APP_MSSP =
 export const WRONG_APP_TENANT =
   'This is the MSSP console. Customers sign in to their own portal instead.';
 export const SKIP_TO_CONTENT = 'Skip to content';
+/** 409 `stale_version` on an incident edit (docs/investigations.md "Concurrency"): nothing was saved. */
+export const STALE_INCIDENT = 'This incident changed since you opened it.';
 
 /** The role labels of the account menu (§5.9 item 5). */
 export const ROLE_LABELS = {

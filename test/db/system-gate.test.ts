@@ -20,6 +20,7 @@ const DESIGNATED_SYSTEM_MODULES: readonly string[] = [
   'domains/audit/audit-retention.ts', // audit.purge: takes the gate, typed
   'domains/projections/projection-service.ts', // projector.discover: takes the gate, typed
   'domains/triage/cross-tenant-service.ts', // mssp.incidents, mssp.reviews: takes the gate, typed
+  'domains/reports/report-service.ts', // mssp.reports: takes the gate, typed
 ];
 
 /** Modules that enter the gate (call withSystem), each for a reason it names. */
@@ -32,6 +33,7 @@ const SYSTEM_GATE_CALLERS: readonly string[] = [
   'domains/provisioning/provisioning-service.ts', // tenant.purge: a tenant's rows leave every table at once
   'domains/projections/projection-service.ts', // projector.discover: tenants with unfolded events
   'domains/triage/cross-tenant-service.ts', // mssp.incidents, mssp.reviews: the analyst's work across tenants
+  'domains/reports/report-service.ts', // mssp.reports: figures per tenant and period
 ];
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));

@@ -201,12 +201,15 @@ test('§5.7 isolation: B’s projections never hold A’s data, and a fold in A�
     db.app.withTenant(a, (tx) =>
       writeChanges(tx, b, {
         investigations: { opened: [], alerts: [], workflow: [] },
+        investigation_iocs: [],
         metrics_hourly: [
           { bucket: '2026-11-26T09:00:00.000Z', metric: 'alerts.received', value: 5 },
         ],
         rule_stats: [],
         ioc_stats: [],
         analyzer_stats: [],
+        report_investigations: [],
+        report_reviews: [],
       }),
     ),
     /row-level security/,
@@ -224,10 +227,13 @@ test('§5.7 isolation: B’s projections never hold A’s data, and a fold in A�
         ],
         workflow: [],
       },
+      investigation_iocs: [],
       metrics_hourly: [],
       rule_stats: [],
       ioc_stats: [],
       analyzer_stats: [],
+      report_investigations: [],
+      report_reviews: [],
     }),
   );
   assert.equal(JSON.stringify(await projectionRows(db, b)), rowsB, 'B unchanged');

@@ -8,7 +8,7 @@ import { PROJECTIONS } from '../../src/domains/projections/projection-registry.t
 import { createProjectionService } from '../../src/domains/projections/projection-service.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { createTenant } from '../support/fixtures.ts';
-import { projectionRows, randomTraffic, seeded } from './support.ts';
+import { projectionRows, randomTraffic, randomWork, seeded } from './support.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const PROJECTIONS_DIR = 'src/domains/projections';
@@ -98,6 +98,8 @@ after(async () => {
 test('§2.3 a rebuild covers every registered projection: each has rows, the rebuild gives them again exactly, and each checkpoint ends at the last event', async () => {
   const tenant = await createTenant(db.pools.app);
   await randomTraffic(db.app, tenant, 150, seeded(28));
+  // Analyst and review work on those investigations, for the projections that fold it.
+  await randomWork(db.app, tenant, seeded(29));
   const projections = createProjectionService({ db: db.app, system, batchSize: 40 });
   for (;;) {
     const outcome = await projections.foldNext(tenant);

@@ -1,6 +1,11 @@
 import { createHash, randomUUID } from 'node:crypto';
+import type { EventPayload } from '../../contracts/events.ts';
 import type { AppDatabase } from '../../src/db/pools.ts';
-import { appendEvent } from '../../src/domains/events/index.ts';
+import {
+  appendToStream,
+  type StreamAppendInput,
+} from '../../src/domains/events/event-repository.ts';
+import { appendUncheckedEvent } from '../../src/domains/events/index.ts';
 import { PROJECTIONS } from '../../src/domains/projections/projection-registry.ts';
 import type { TestDatabase } from '../support/database.ts';
 
@@ -61,7 +66,7 @@ export async function openInvestigation(
   const rule = alert.rule as { id: string; level: number; description: string };
   const agent = alert.agent as { id: string };
   await db.withTenant(tenantId, (tx) =>
-    appendEvent(tx, {
+    appendUncheckedEvent(tx, {
       tenantId,
       streamType: 'investigation',
       streamId: id,
@@ -93,7 +98,7 @@ export async function receiveAlert(
 ): Promise<void> {
   const rule = alert.rule as { level: number };
   await db.withTenant(tenantId, (tx) =>
-    appendEvent(tx, {
+    appendUncheckedEvent(tx, {
       tenantId,
       streamType: 'alert',
       streamId: alertStreamId(String(alert.id)),
@@ -118,7 +123,7 @@ export async function analyzerCompleted(
   input: { analyzer: string; durationMs: number; success: boolean; at: Date },
 ): Promise<void> {
   await db.withTenant(tenantId, (tx) =>
-    appendEvent(tx, {
+    appendUncheckedEvent(tx, {
       tenantId,
       streamType: 'analyzer',
       streamId: randomUUID(),
@@ -176,6 +181,189 @@ export async function randomTraffic(
       groups.set(key, investigation);
     }
     await receiveAlert(db, tenantId, investigation, alert, at);
+  }
+}
+
+/** One investigation-work or review event on an investigation's own stream, at its next position. */
+export async function workEvent<T extends WorkEvent>(
+  db: AppDatabase,
+  tenantId: string,
+  investigationId: string,
+  type: T,
+  payload: Omit<EventPayload<T>, 'investigation_id'>,
+  at: Date,
+  actor = 'user:5a3c1b9e-0d4f-4e8a-9b2c-7f6e5d4c3b2a',
+): Promise<void> {
+  await db.withTenant(tenantId, (tx) =>
+    appendToStream(tx, {
+      tenantId,
+      streamType: 'investigation',
+      streamId: investigationId,
+      type,
+      actor,
+      occurredAt: at,
+      payload: { ...payload, investigation_id: investigationId } as EventPayload<T>,
+    } as StreamAppendInput<T>),
+  );
+}
+
+type WorkEvent =
+  | 'investigation.assigned'
+  | 'note.added'
+  | 'investigation.closed'
+  | 'investigation.reopened'
+  | 'investigation.severity_changed'
+  | 'review.requested'
+  | 'review.approved'
+  | 'review.rejected'
+  | 'case.opened';
+
+/**
+ * Random analyst and review work on the tenant's investigations (docs/reports.md): takes and
+ * hand-overs, notes, reviews requested and decided, closes by the pipeline, a review or an
+ * analyst, cases, reopens and severity changes, in random order and at random times (not in
+ * id order), so the folds that keep the earliest or the last of something are exercised.
+ */
+export async function randomWork(
+  db: AppDatabase,
+  tenantId: string,
+  random: () => number,
+): Promise<void> {
+  const { rows } = await db.withTenant(tenantId, (tx) =>
+    tx.query<{ stream_id: string }>(
+      `SELECT stream_id FROM events WHERE type = 'investigation.opened' ORDER BY id`,
+    ),
+  );
+  // The assignee is a real MSSP user (investigations.assignee_id refers to users).
+  const analyst = await db.withScope(null, async (tx) => {
+    const { rows: users } = await tx.query<{ id: string }>(
+      `INSERT INTO users (tenant_id, email, role) VALUES (NULL, $1, 'analyst') RETURNING id`,
+      [`analyst-${randomUUID()}@mssp.test`],
+    );
+    return users[0]?.id ?? '';
+  });
+  const base = Date.UTC(2026, 10, 26, 9, 0, 0);
+  const at = () => new Date(base + Math.floor(random() * 12 * 3_600_000));
+  const pick = <T>(values: readonly T[]): T => values[Math.floor(random() * values.length)] as T;
+  // Steps pick an investigation at random, so one investigation's events spread over many
+  // batches of the fold (what the folds must carry from one batch to the next).
+  const pendingOf = new Map<string, string[]>();
+  for (let step = rows.length * 3; step > 0 && rows.length > 0; step--) {
+    const id = pick(rows).stream_id;
+    const pending = pendingOf.get(id) ?? [];
+    pendingOf.set(id, pending);
+    const r = random();
+    if (r < 0.15)
+      await workEvent(
+        db,
+        tenantId,
+        id,
+        'investigation.assigned',
+        {
+          assignee_id: random() < 0.7 ? analyst : null,
+          previous_assignee_id: null,
+        },
+        at(),
+      );
+    else if (r < 0.3)
+      await workEvent(
+        db,
+        tenantId,
+        id,
+        'note.added',
+        {
+          note_id: randomUUID(),
+          body: 'Checked the host.',
+          visibility: pick(['internal', 'shared'] as const),
+        },
+        at(),
+      );
+    else if (r < 0.45) {
+      const review = randomUUID();
+      pending.push(review);
+      await workEvent(
+        db,
+        tenantId,
+        id,
+        'review.requested',
+        {
+          review_id: review,
+          proposed_action: 'close_investigation',
+          rationale: 'Looks benign',
+        },
+        at(),
+        'worker:triage',
+      );
+    } else if (r < 0.6 && pending.length > 0) {
+      const review = pending.shift() as string;
+      if (random() < 0.5)
+        await workEvent(
+          db,
+          tenantId,
+          id,
+          'review.approved',
+          {
+            review_id: review,
+            action: 'close_investigation',
+          },
+          at(),
+        );
+      else
+        await workEvent(
+          db,
+          tenantId,
+          id,
+          'review.rejected',
+          {
+            review_id: review,
+            action: 'close_investigation',
+            reopen: random() < 0.5,
+          },
+          at(),
+        );
+    } else if (r < 0.72) {
+      const by = pick(['pipeline', 'analyst'] as const);
+      await workEvent(
+        db,
+        tenantId,
+        id,
+        'investigation.closed',
+        {
+          verdict: 'false_positive',
+          reason: 'noise',
+          by,
+        } as Omit<EventPayload<'investigation.closed'>, 'investigation_id'>,
+        at(),
+      );
+    } else if (r < 0.8)
+      await workEvent(
+        db,
+        tenantId,
+        id,
+        'case.opened',
+        {
+          review_id: randomUUID(),
+          case_id: 'case-1',
+          case_number: 1,
+        },
+        at(),
+        'worker:act',
+      );
+    else if (r < 0.92)
+      await workEvent(db, tenantId, id, 'investigation.reopened', { reason: 'new evidence' }, at());
+    else
+      await workEvent(
+        db,
+        tenantId,
+        id,
+        'investigation.severity_changed',
+        {
+          from: 'low',
+          to: 'high',
+          reason: 'crown jewel',
+        },
+        at(),
+      );
   }
 }
 

@@ -1,6 +1,14 @@
 import Type, { type TObject, type TProperties } from 'typebox';
 import { InvestigationStatus, Severity } from './investigation-values.ts';
+import {
+  AlertPage,
+  IncidentCore,
+  IncidentIoc,
+  RelatedIncident,
+  TimelineEntry,
+} from './mssp/incidents.ts';
 import { TenantState } from './mssp.ts';
+import { ReportFigures, ReportPeriod } from './report-values.ts';
 import { CUSTOMER_ROLES } from './roles.ts';
 import { Problem, route, Uuid } from './route.ts';
 import { Timestamp } from './timestamp.ts';
@@ -69,8 +77,44 @@ export const Incident = closed({
   last_alert_at: NullableTimestamp,
 });
 
+/**
+ * One incident as its customer may read it (docs/investigations.md "What the customer sees"):
+ * no assignee identity (only whether someone works on it), no internal notes, no version (the
+ * customer edits nothing), the review without its evidence or decider, a timeline whose
+ * payloads are cut to what the customer may read.
+ */
+export const IncidentDetail = closed({
+  incident: closed({
+    ...IncidentCore,
+    /** Whether an analyst has taken the incident; who it is stays inside the MSSP. */
+    assigned: Type.Boolean(),
+  }),
+  iocs: Type.Array(IncidentIoc),
+  related: Type.Array(RelatedIncident),
+  review: Type.Union([
+    closed({
+      proposed_action: Type.String(),
+      risk: Type.String(),
+      requested_at: Timestamp,
+      decision: NullableString,
+      decided_at: NullableTimestamp,
+    }),
+    Type.Null(),
+  ]),
+  timeline: Type.Array(TimelineEntry),
+});
+
+const IncidentParams = closed({ id: Uuid });
+
 export const Report = closed({
   days: Type.Integer({ minimum: 1, maximum: 90 }),
+  /** The period of `figures` (UTC; weeks start on Monday). */
+  period: ReportPeriod,
+  /**
+   * The tenant's figures per period over the same days (docs/reports.md "Figures"), oldest
+   * first: what the mssp_admin's cross-tenant report shows for this tenant.
+   */
+  figures: Type.Array(ReportFigures),
   /** First and last UTC calendar day of the window, inclusive (YYYY-MM-DD). */
   from: Type.String({ format: 'date' }),
   to: Type.String({ format: 'date' }),
@@ -172,13 +216,38 @@ export const tenantContract = {
       400: Problem,
     },
   }),
+  incident: route({
+    method: 'GET',
+    path: '/api/tenant/incidents/{id}',
+    summary:
+      'One incident: IOCs, related incidents, the review and the timeline, shared notes only',
+    roles: CUSTOMER_ROLES,
+    access: ACCESS,
+    params: IncidentParams,
+    query: NoQuery,
+    responses: { 200: IncidentDetail, 400: Problem, 404: Problem },
+  }),
+  incidentAlerts: route({
+    method: 'GET',
+    path: '/api/tenant/incidents/{id}/alerts',
+    summary: "The incident's alerts, newest first; keyset-paginated",
+    roles: CUSTOMER_ROLES,
+    access: ACCESS,
+    params: IncidentParams,
+    query: closed({ limit: Type.Optional(Limit), cursor: Type.Optional(Cursor) }),
+    responses: { 200: AlertPage, 400: Problem, 404: Problem },
+  }),
   reports: route({
     method: 'GET',
     path: '/api/tenant/reports',
-    summary: 'Daily metric rollups over the last `days` UTC days, top rules and top IOCs',
+    summary:
+      'Daily metric rollups over the last `days` UTC days, top rules and top IOCs, and the report figures per `period` (day, week, month)',
     roles: CUSTOMER_ROLES,
     access: ACCESS,
-    query: closed({ days: Type.Optional(Type.Integer({ minimum: 1, maximum: 90 })) }),
+    query: closed({
+      days: Type.Optional(Type.Integer({ minimum: 1, maximum: 90 })),
+      period: Type.Optional(ReportPeriod),
+    }),
     responses: { 200: Report, 400: Problem },
   }),
   audit: route({

@@ -5,7 +5,10 @@ import { msspCrossTenantContract } from './cross-tenant.ts';
 import { msspEnrollmentContract } from './enrollment.ts';
 import { msspFleetContract } from './fleet.ts';
 import { msspImpersonationContract } from './impersonation.ts';
+import { msspIncidentContract } from './incidents.ts';
 import { msspLlmContract } from './llm.ts';
+import { msspNotificationsContract } from './notifications.ts';
+import { msspReportsContract } from './reports.ts';
 import { msspSettingsContract } from './settings.ts';
 import { msspTenantLifecycleContract } from './tenants.ts';
 import { msspTriageContract } from './triage.ts';
@@ -26,7 +29,31 @@ export {
 } from './enrollment.ts';
 export { msspFleetContract } from './fleet.ts';
 export { msspImpersonationContract } from './impersonation.ts';
+export {
+  AlertDocument,
+  AlertSummary,
+  IncidentDetail,
+  msspIncidentContract,
+  TimelineEntry,
+} from './incidents.ts';
 export { LlmUsageDay, msspLlmContract, TriagePolicyView } from './llm.ts';
+export {
+  CreatedWebhook,
+  msspNotificationsContract,
+  NotificationType,
+  Webhook,
+  WebhookAttempt,
+  WebhookCreate,
+  WebhookTestResult,
+  WebhookUpdate,
+} from './notifications.ts';
+export {
+  msspReportsContract,
+  ReportFigures,
+  ReportPeriod,
+  ReportsQuery,
+  TenantReportRow,
+} from './reports.ts';
 export { msspSettingsContract } from './settings.ts';
 export {
   AdapterActivity,
@@ -59,8 +86,11 @@ export const msspContract = {
   ...msspUserLifecycleContract,
   ...msspSettingsContract,
   ...msspTriageContract,
+  ...msspIncidentContract,
   ...msspCrossTenantContract,
   ...msspLlmContract,
+  ...msspNotificationsContract,
+  ...msspReportsContract,
   ...msspBrandingContract,
   ...msspConfigContract,
   ...msspEnrollmentContract,

@@ -28,10 +28,15 @@ import { createEnrollmentService } from '../domains/enrollment/enrollment-servic
 import { createEventHub, type EventHub } from '../domains/events/index.ts';
 import { createIngestService } from '../domains/ingest/ingest-service.ts';
 import { createIngestRateLimiter } from '../domains/ingest/rate-limit.ts';
+import { createDeskService } from '../domains/investigations/desk-service.ts';
 import { createInvestigationService } from '../domains/investigations/investigation-service.ts';
 import { queueDepth } from '../domains/jobs/job-repository.ts';
 import { createJobService } from '../domains/jobs/job-service.ts';
 import { createLlmService, type LlmService } from '../domains/llm/llm-service.ts';
+import {
+  createNotificationService,
+  type NotificationService,
+} from '../domains/notifications/notification-service.ts';
 import { createTenantComponents } from '../domains/pipeline/components.ts';
 import {
   createPipelineService,
@@ -46,6 +51,7 @@ import {
   createProvisioningService,
   tenantTransitions,
 } from '../domains/provisioning/provisioning-service.ts';
+import { createReportService } from '../domains/reports/report-service.ts';
 import {
   type CredentialWatch,
   createCredentialWatch,
@@ -96,6 +102,7 @@ import {
 } from '../tokens/index.ts';
 import { auditPurgeSchedule } from '../workers/jobs/audit-purge.ts';
 import { pipelineJobs } from '../workers/jobs/pipeline-jobs.ts';
+import { webhookJobs, webhookSweepSchedule } from '../workers/jobs/webhook-jobs.ts';
 import {
   createWorkerRuntime,
   type JobHandler,
@@ -250,7 +257,10 @@ export function composeServices(core: Core, input: ApiInput = {}): ApiServices {
     ),
     triage: createTriageService({ db, now }),
     crossTenant: createCrossTenantTriageService({ system }),
+    // Work answers read-your-writes: the request folds the tenant's events itself.
+    desk: createDeskService({ db, readModel: createProjectionService({ db, system }) }),
     investigations: createInvestigationService({ db, now }),
+    reports: createReportService({ db, system, now }),
     branding: createBrandingService({ db, revise: tenantConfig.brandingChanged }),
     tenantConfig,
     llm: composeLlm(core, input.secrets, policy),
@@ -260,6 +270,7 @@ export function composeServices(core: Core, input: ApiInput = {}): ApiServices {
       cluster: input.tenancy?.enrollment,
       now,
     }),
+    notifications: composeNotifications(core, input.secrets, policy),
   };
 }
 
@@ -527,6 +538,24 @@ function composeLlm(
   });
 }
 
+/**
+ * Outbound webhooks: signing secrets in the install namespace's Secrets (none without a
+ * cluster: docs/notifications.md), every send under the outbound policy.
+ */
+export function composeNotifications(
+  core: Core,
+  secrets: SecretStore | undefined,
+  policy: OutboundPolicy = outboundPolicy(core.config),
+): NotificationService {
+  return createNotificationService({
+    db: core.db,
+    secrets,
+    policy,
+    now: core.now,
+    logger: core.logger,
+  });
+}
+
 export interface PipelineInput {
   /** The cluster holding the install's and tenants' Secrets; default the ambient kubeconfig. */
   kubeConfig?: KubeConfig | undefined;
@@ -595,13 +624,26 @@ export async function composeWorkers(core: Core, input: WorkersInput = {}): Prom
   pool.on('connect', (client) => client.on('error', () => undefined));
   const liveness = await openWorkerLiveness(app);
   const jobService = createJobService({ db: core.db });
+  // The signing secrets' Secrets, as the pipeline reads the tenants' keys: the ambient cluster.
+  const kubeConfig = loadKubeConfig();
+  const notifications = composeNotifications(
+    core,
+    kubeConfig ? createSecretStore(kubeConfig, config.installNamespace) : undefined,
+  );
   const runtime = createWorkerRuntime({
     pool,
     tokens: core.tokens,
-    jobs:
-      input.jobs ??
-      pipelineJobs(composePipeline(core, input.pipeline), createJobSuspensionGate({ db: core.db })),
-    schedules: input.schedules ?? [auditPurgeSchedule(composeAuditRetention(core), logger)],
+    jobs: input.jobs ?? {
+      ...pipelineJobs(
+        composePipeline(core, input.pipeline),
+        createJobSuspensionGate({ db: core.db }),
+      ),
+      ...webhookJobs(notifications),
+    },
+    schedules: input.schedules ?? [
+      auditPurgeSchedule(composeAuditRetention(core), logger),
+      webhookSweepSchedule(notifications, logger),
+    ],
     refusals: { record: (refusal) => jobService.recordRefusal(refusal) },
     metrics: core.metrics,
     liveness,

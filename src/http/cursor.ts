@@ -17,7 +17,11 @@ export type CursorList =
   | 'tenants'
   | 'mssp-audit'
   | 'mssp-incidents'
-  | 'fleet-incidents';
+  | 'fleet-incidents'
+  | 'reports'
+  | 'reviews'
+  | 'fleet-reviews'
+  | 'incident-alerts';
 
 /** A keyset position (db/keyset.ts KeysetPosition, which this layer may not import). */
 export interface Position {

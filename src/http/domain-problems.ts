@@ -8,8 +8,21 @@ import {
 import { InvalidBrandingError, UnknownTenantError } from '../domains/branding/branding-types.ts';
 import { EnrollmentNotReadyError } from '../domains/enrollment/enrollment-types.ts';
 import { IngestRateLimitedError, InvalidAlertsError } from '../domains/ingest/ingest-types.ts';
+import {
+  AlertNotFoundError,
+  InvalidAssigneeError,
+  InvestigationAlreadyClosedError,
+  InvestigationNotClosedError,
+  InvestigationNotFoundError,
+  StaleVersionError,
+} from '../domains/investigations/desk-types.ts';
 import { InvalidPolicyError } from '../domains/llm/llm-types.ts';
+import {
+  WebhookNotFoundError,
+  WebhookUrlRefusedError,
+} from '../domains/notifications/notification-types.ts';
 import { AlreadyAtVersionError } from '../domains/provisioning/provisioning-errors.ts';
+import { InvalidReportRangeError } from '../domains/reports/report-types.ts';
 import { SessionRefusedError } from '../domains/sessions/session-service.ts';
 import { InvalidSettingsError, SettingsChangedError } from '../domains/settings/settings-types.ts';
 import { ConfigInvalidError } from '../domains/tenants/tenant-config.ts';
@@ -202,11 +215,44 @@ row(InvalidPolicyError, (error) => ({
   title: error.message,
   extra: { errors: error.problems },
 }));
+// A report's range (docs/reports.md "Ranges"): refused before anything is read.
+row(InvalidReportRangeError, (error) => ({ status: 400, title: error.message }));
 row(ReviewNotFoundError, (error) => ({ status: 404, title: error.message }));
+// Webhooks (docs/notifications.md): another tenant's id reads as missing.
+row(WebhookNotFoundError, (error) => ({ status: 404, title: error.message }));
+row(WebhookUrlRefusedError, (error) => ({
+  status: 422,
+  title: error.message,
+  extra: { errors: [{ path: '/url', message: error.reason }] },
+}));
 row(ReviewClosedError, (error) => ({
   status: 409,
   title: error.message,
   extra: { decision: error.decision },
+}));
+// The analyst's desk (docs/investigations.md): another tenant's incident reads as missing; a
+// moved stream and an illegal transition are conflicts; an assignee who may not work is 422.
+row(InvestigationNotFoundError, (error) => ({ status: 404, title: error.message }));
+row(AlertNotFoundError, (error) => ({ status: 404, title: error.message }));
+row(StaleVersionError, (error) => ({
+  status: 409,
+  title: error.message,
+  extra: { version: error.current },
+}));
+row(InvestigationAlreadyClosedError, (error) => ({
+  status: 409,
+  title: error.message,
+  extra: { state: error.status },
+}));
+row(InvestigationNotClosedError, (error) => ({
+  status: 409,
+  title: error.message,
+  extra: { state: error.status },
+}));
+row(InvalidAssigneeError, (error) => ({
+  status: 422,
+  title: error.message,
+  extra: { errors: [{ path: '/assignee_id', message: error.message }] },
 }));
 
 // The adapter and ingest (docs/tokens.md, docs/ingest.md).

@@ -88,12 +88,19 @@ const TEXT_ON_PURPOSE = new Map<string, string>([
   // A UTC calendar day (`YYYY-MM-DD`), not an instant: usage and report day keys.
   ['src/domains/llm/llm-service.ts', 'UTC day key'],
   ['src/domains/investigations/investigation-service.ts', 'UTC day key'],
+  ['src/domains/reports/report-service.ts', 'UTC day key'],
+  // Outbound webhook payloads are documents svc sends, not contract bodies it answers.
+  ['src/domains/notifications/notification-repository.ts', 'webhook payload'],
+  ['src/domains/notifications/notification-service.ts', 'webhook payload'],
   // Projection rows fold event times into stored read models.
   ['src/domains/projections/analyzer-stats-projection.ts', 'projection row'],
   ['src/domains/projections/metrics-hourly-projection.ts', 'projection row'],
   ['src/domains/projections/investigations-projection.ts', 'projection row'],
   ['src/domains/projections/ioc-stats-projection.ts', 'projection row'],
   ['src/domains/projections/rule-stats-projection.ts', 'projection row'],
+  ['src/domains/projections/investigation-iocs-projection.ts', 'projection row'],
+  ['src/domains/projections/report-investigations-projection.ts', 'projection row'],
+  ['src/domains/projections/report-reviews-projection.ts', 'projection row'],
 ]);
 
 async function filesUnder(dir: string): Promise<string[]> {

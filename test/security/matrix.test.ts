@@ -98,7 +98,7 @@ type Expect = 'ok' | number;
 interface Row {
   /** The contract route the row exercises; every route of every family needs a row. */
   route: Route;
-  method: 'GET' | 'POST' | 'PUT' | 'PATCH';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   path: () => string;
   body?: () => unknown;
   expect: Record<Principal, Expect>;
@@ -291,6 +291,19 @@ const MATRIX: Record<string, Row> = {
     path: () => '/api/mssp/reviews',
     expect: { ...declared(M.allReviews, 'ok'), ...NO_USER },
   },
+  // Cross-tenant reports (docs/reports.md): mssp_admin and platform_admin, never a token.
+  'GET /api/mssp/reports': {
+    route: M.reports,
+    method: 'GET',
+    path: () => '/api/mssp/reports',
+    expect: { ...declared(M.reports, 'ok'), ...NO_USER },
+  },
+  'GET /api/mssp/reports?tenant_id={A}&format=csv': {
+    route: M.reports,
+    method: 'GET',
+    path: () => `/api/mssp/reports?tenant_id=${tenantA}&format=csv`,
+    expect: { ...declared(M.reports, 'ok'), ...NO_USER },
+  },
   'GET /api/mssp/tenants/{A}/events': {
     route: M.tenantEvents,
     method: 'GET',
@@ -335,6 +348,41 @@ const MATRIX: Record<string, Row> = {
     path: () => `/api/mssp/tenants/${tenantA}/incidents`,
     expect: { ...declared(M.tenantIncidents, 'ok'), ...NO_USER },
   },
+  // The analyst's desk (docs/investigations.md): MSSP roles, an impersonation token for its own
+  // tenant only; a missing incident is 404 to every caller who may ask.
+  ...Object.fromEntries(
+    (
+      [
+        ['incident', 'GET', '', undefined],
+        ['incidentAlerts', 'GET', '/alerts', undefined],
+        ['incidentAlert', 'GET', `/alerts/${MISSING}`, undefined],
+        ['assignIncident', 'POST', ':assign', { assignee_id: null, version: 1 }],
+        [
+          'addIncidentNote',
+          'POST',
+          ':note',
+          { body: 'matrix', visibility: 'internal', version: 1 },
+        ],
+        ['closeIncident', 'POST', ':close', { verdict: 'benign', reason: 'matrix', version: 1 }],
+        ['reopenIncident', 'POST', ':reopen', { reason: 'matrix', version: 1 }],
+        [
+          'changeIncidentSeverity',
+          'POST',
+          ':severity',
+          { severity: 'low', reason: 'matrix', version: 1 },
+        ],
+      ] as const
+    ).map(([name, method, suffix, body]) => [
+      `${method} /api/mssp/tenants/{A}/incidents/{missing}${suffix}`,
+      {
+        route: M[name],
+        method,
+        path: () => `/api/mssp/tenants/${tenantA}/incidents/${MISSING}${suffix}`,
+        ...(body ? { body: () => body } : {}),
+        expect: { ...declared(M[name], 404), ...NO_USER },
+      } satisfies Row,
+    ]),
+  ),
   'GET /api/mssp/tenants/{A}/reviews': {
     route: M.tenantReviews,
     method: 'GET',
@@ -407,6 +455,60 @@ const MATRIX: Record<string, Row> = {
     path: () => `/api/mssp/tenants/${tenantA}/llm-usage`,
     expect: { ...declared(M.llmUsage, 'ok'), ...NO_USER },
   },
+  // Webhooks (docs/notifications.md): lists answer, a missing webhook 404, a create with an
+  // invalid body 400 (this API has no cluster, so a valid one would meet 503).
+  'GET /api/mssp/webhooks': {
+    route: M.listInstallWebhooks,
+    method: 'GET',
+    path: () => '/api/mssp/webhooks',
+    expect: { ...declared(M.listInstallWebhooks, 'ok'), ...NO_USER },
+  },
+  'POST /api/mssp/webhooks (invalid body)': {
+    route: M.createInstallWebhook,
+    method: 'POST',
+    path: () => '/api/mssp/webhooks',
+    body: () => ({}),
+    expect: { ...declared(M.createInstallWebhook, 400), ...NO_USER },
+  },
+  'GET /api/mssp/tenants/{A}/webhooks': {
+    route: M.listTenantWebhooks,
+    method: 'GET',
+    path: () => `/api/mssp/tenants/${tenantA}/webhooks`,
+    expect: { ...declared(M.listTenantWebhooks, 'ok'), ...NO_USER },
+  },
+  'POST /api/mssp/tenants/{A}/webhooks (invalid body)': {
+    route: M.createTenantWebhook,
+    method: 'POST',
+    path: () => `/api/mssp/tenants/${tenantA}/webhooks`,
+    body: () => ({}),
+    expect: { ...declared(M.createTenantWebhook, 400), ...NO_USER },
+  },
+  ...Object.fromEntries(
+    (
+      [
+        ['getInstallWebhook', 'GET', ''],
+        ['updateInstallWebhook', 'PATCH', ''],
+        ['deleteInstallWebhook', 'DELETE', ''],
+        ['installWebhookDeliveries', 'GET', '/deliveries'],
+        ['testInstallWebhook', 'POST', ':test'],
+        ['getTenantWebhook', 'GET', ''],
+        ['updateTenantWebhook', 'PATCH', ''],
+        ['deleteTenantWebhook', 'DELETE', ''],
+        ['tenantWebhookDeliveries', 'GET', '/deliveries'],
+        ['testTenantWebhook', 'POST', ':test'],
+      ] as const
+    ).map(([name, method, suffix]) => [
+      `${method} ${M[name].path} (missing webhook)`,
+      {
+        route: M[name],
+        method,
+        path: () =>
+          `${name.toLowerCase().includes('tenant') ? `/api/mssp/tenants/${tenantA}` : '/api/mssp'}/webhooks/${MISSING}${suffix}`,
+        ...(method === 'PATCH' ? { body: () => ({ enabled: false }) } : {}),
+        expect: { ...declared(M[name], 404), ...NO_USER },
+      } satisfies Row,
+    ]),
+  ),
   ...Object.fromEntries(
     (['approveReview', 'rejectReview'] as const).map((name) => [
       `POST ${M[name].path} (missing review)`,
@@ -482,6 +584,18 @@ const MATRIX: Record<string, Row> = {
         method: 'GET',
         path: () => `/api/tenant/${name}`,
         expect: { ...declared(T[name], 'ok'), ...NO_USER },
+      } satisfies Row,
+    ]),
+  ),
+  // The customer's incident detail and its alerts: customer_viewer only; a missing one is 404.
+  ...Object.fromEntries(
+    (['incident', 'incidentAlerts'] as const).map((name) => [
+      `GET /api/tenant/incidents/{missing}${name === 'incident' ? '' : '/alerts'}`,
+      {
+        route: T[name],
+        method: 'GET',
+        path: () => `/api/tenant/incidents/${MISSING}${name === 'incident' ? '' : '/alerts'}`,
+        expect: { ...declared(T[name], 404), ...NO_USER },
       } satisfies Row,
     ]),
   ),
@@ -712,12 +826,22 @@ test('§5.8 the declared roles keep each family to its users: staff on MSSP rout
   assert.deepEqual(wrong, []);
 });
 
-test('§5.8 an analyst reads and decides reviews but changes no tenant, user or setting', () => {
+test('§5.8 an analyst reads and decides reviews and works incidents, but changes no tenant, user or setting', () => {
   const analystChanges = (Object.entries(M) as [string, Route][])
     .filter(([, r]) => r.method !== 'GET' && r.roles?.includes('analyst'))
     .map(([name]) => name)
     .sort();
-  assert.deepEqual(analystChanges, ['approveReview', 'impersonate', 'rejectReview']);
+  // Investigation work (spec §2.2 "investigation work"; docs/investigations.md) is the analyst's.
+  assert.deepEqual(analystChanges, [
+    'addIncidentNote',
+    'approveReview',
+    'assignIncident',
+    'changeIncidentSeverity',
+    'closeIncident',
+    'impersonate',
+    'rejectReview',
+    'reopenIncident',
+  ]);
 });
 
 test('a user-family route without declared roles cannot be registered', () => {

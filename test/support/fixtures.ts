@@ -63,6 +63,28 @@ export const TENANT_ROW_FIXTURES: Record<string, Inserter> = {
       `rule-${randomUUID()}`,
     ]);
   },
+  investigation_iocs: async (tx, t) => {
+    await tx.query(
+      `INSERT INTO investigation_iocs (tenant_id, investigation_id, ioc_type, ioc_value, alerts,
+                                       first_seen_at, last_seen_at)
+       VALUES ($1, $2, 'ip', $3, 1, now(), now())`,
+      [t, randomUUID(), `203.0.113.${Math.floor(Math.random() * 250)}`],
+    );
+  },
+  report_investigations: async (tx, t) => {
+    await tx.query(
+      `INSERT INTO report_investigations (tenant_id, investigation_id, opened_at, last_event_id)
+       VALUES ($1, $2, now(), 1)`,
+      [t, randomUUID()],
+    );
+  },
+  report_reviews: async (tx, t) => {
+    await tx.query(
+      `INSERT INTO report_reviews (tenant_id, review_id, requested_at, last_event_id)
+       VALUES ($1, $2, now(), 1)`,
+      [t, randomUUID()],
+    );
+  },
   analyzer_stats: async (tx, t) => {
     await tx.query(`INSERT INTO analyzer_stats (tenant_id, analyzer, runs) VALUES ($1, $2, 2)`, [
       t,
@@ -185,4 +207,36 @@ export const TENANT_ROW_FIXTURES: Record<string, Inserter> = {
       [t, JSON.stringify({ investigation_id: randomUUID() })],
     );
   },
+  tenant_webhooks: async (tx, t) => {
+    await webhook(tx, t);
+  },
+  webhook_deliveries: async (tx, t) => {
+    await tx.query(
+      `INSERT INTO webhook_deliveries (tenant_id, scope, webhook_id, event_type, dedupe_key, payload)
+       VALUES ($1, 'tenant', $2, 'drift.detected', $3, '{}')`,
+      [t, randomUUID(), `drift.detected:${randomUUID()}`],
+    );
+  },
+  tenant_webhook_attempts: async (tx, t) => {
+    await tx.query(
+      `INSERT INTO tenant_webhook_attempts (tenant_id, webhook_id, delivery_id, event_type, attempt,
+         attempted_at, status_code, duration_ms)
+       VALUES ($1, $2, $3, 'webhook.test', 1, now(), 200, 12)`,
+      [t, await webhook(tx, t), randomUUID()],
+    );
+  },
 };
+
+/** A tenant webhook row (docs/notifications.md); its Secret reference points nowhere real. */
+async function webhook(tx: Queryable, tenantId: string): Promise<string> {
+  const id = randomUUID();
+  await tx.query(
+    `INSERT INTO tenant_webhooks (tenant_id, id, name, url, format, events, review_wait_minutes,
+       min_severity, adapter_silent_minutes, signing_namespace, signing_secret_name,
+       signing_secret_key, created_by)
+     VALUES ($1, $2, 'fixture', 'https://hooks.example.test/', 'standard', '{drift.detected}', 30,
+       'high', 15, 'svc-system', $3, 'signing-secret', 'user:fixture')`,
+    [tenantId, id, `svc-webhook-${id}`],
+  );
+  return id;
+}

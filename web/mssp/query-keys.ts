@@ -36,8 +36,22 @@ export const msspKeys = {
   reviews: () => [MSSP, 'reviews'] as const,
   allReviews: () => [MSSP, 'reviews', 'all'] as const,
   tenantReviews: (tenantId: string) => [MSSP, 'reviews', tenantId] as const,
-  allIncidents: () => [MSSP, 'incidents', 'all'] as const,
-  tenantIncidents: (tenantId: string) => [MSSP, 'incidents', tenantId] as const,
+  /** Every incident list: across tenants and per tenant, under each set of filters. */
+  incidents: () => [MSSP, 'incidents'] as const,
+  allIncidents: (filters: object = {}) => [MSSP, 'incidents', 'all', filters] as const,
+  tenantIncidents: (tenantId: string, filters: object = {}) =>
+    [MSSP, 'incidents', tenantId, filters] as const,
+  /**
+   * One incident's detail; its alerts and their raw documents are members of this family, so
+   * an edit or an event of the tenant refreshes the whole page.
+   */
+  incident: (tenantId: string, id: string) => [MSSP, 'incident', tenantId, id] as const,
+  incidentAlerts: (tenantId: string, id: string) =>
+    [MSSP, 'incident', tenantId, id, 'alerts'] as const,
+  incidentAlert: (tenantId: string, id: string, alertId: string) =>
+    [MSSP, 'incident', tenantId, id, 'alert', alertId] as const,
+  /** The cross-tenant report under one period, range and tenant (docs/reports.md). */
+  reports: (query: object) => [MSSP, 'reports', query] as const,
   /** The audit log under one set of filters (each filter set pages on its own). */
   audit: (filters: object) => [MSSP, 'audit', filters] as const,
   configRevisions: (tenantId: string) => [MSSP, 'config-revisions', tenantId] as const,
@@ -46,6 +60,14 @@ export const msspKeys = {
   branding: (tenantId: string) => [MSSP, 'branding', tenantId] as const,
   /** One tenant's revealed enrollment details (AgentsSection: fetched only after a confirmation). */
   enrollment: (tenantId: string) => [MSSP, 'enrollment', tenantId] as const,
+  /**
+   * Webhooks of the install (`tenantId` undefined) or of one tenant, and each one's delivery
+   * log; `webhooks()` is the family a test send or a change marks stale.
+   */
+  webhooks: () => [MSSP, 'webhooks'] as const,
+  webhookList: (tenantId: string | undefined) => [MSSP, 'webhooks', tenantId ?? 'install'] as const,
+  webhookLog: (tenantId: string | undefined, id: string) =>
+    [MSSP, 'webhooks', tenantId ?? 'install', id, 'log'] as const,
   /** Everything read as the customer of one tenant (removed when the view ends). */
   viewAs: (tenantId: string) => [VIEW_AS, tenantId] as const,
   viewAsIncidents: (tenantId: string) => [VIEW_AS, tenantId, 'incidents'] as const,

@@ -17,10 +17,19 @@ const PolicyPage = lazy(() => import('./PolicyPage.tsx').then((m) => ({ default:
 const IncidentsPage = lazy(() =>
   import('./IncidentsPage.tsx').then((m) => ({ default: m.IncidentsPage })),
 );
+const IncidentPage = lazy(() =>
+  import('./IncidentPage.tsx').then((m) => ({ default: m.IncidentPage })),
+);
 const ReviewsPage = lazy(() =>
   import('./ReviewsPage.tsx').then((m) => ({ default: m.ReviewsPage })),
 );
+const ReportsPage = lazy(() =>
+  import('./ReportsPage.tsx').then((m) => ({ default: m.ReportsPage })),
+);
 const AuditPage = lazy(() => import('./AuditPage.tsx').then((m) => ({ default: m.AuditPage })));
+const NotificationsPage = lazy(() =>
+  import('./NotificationsPage.tsx').then((m) => ({ default: m.NotificationsPage })),
+);
 const UsersPage = lazy(() => import('./UsersPage.tsx').then((m) => ({ default: m.UsersPage })));
 const UserPage = lazy(() => import('./UserPage.tsx').then((m) => ({ default: m.UserPage })));
 const ViewAsPage = lazy(() => import('./ViewAsPage.tsx').then((m) => ({ default: m.ViewAsPage })));
@@ -66,10 +75,30 @@ export const msspRoutes: readonly PageRoute[] = [
     nav: true,
   },
   {
+    path: '/tenants/:tenantId/incidents/:incidentId',
+    title: 'Incident',
+    element: <IncidentPage />,
+    roles: M.incident.roles,
+  },
+  {
     path: '/reviews',
     title: 'Review queue',
     element: <ReviewsPage />,
     roles: M.allReviews.roles,
+    nav: true,
+  },
+  {
+    path: '/reports',
+    title: 'Reports',
+    element: <ReportsPage />,
+    roles: M.reports.roles,
+    nav: true,
+  },
+  {
+    path: '/notifications',
+    title: 'Notifications',
+    element: <NotificationsPage />,
+    roles: M.listInstallWebhooks.roles,
     nav: true,
   },
   { path: '/audit', title: 'Audit log', element: <AuditPage />, roles: M.audit.roles, nav: true },

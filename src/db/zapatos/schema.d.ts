@@ -2747,6 +2747,820 @@ declare module 'zapatos/schema' {
   }
 
   /**
+   * **install_webhook_attempts**
+   * - Table in database
+   */
+  export namespace install_webhook_attempts {
+    export type Table = 'install_webhook_attempts';
+    export interface Selectable {
+      /**
+      * **install_webhook_attempts.attempt**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      attempt: number;
+      /**
+      * **install_webhook_attempts.attempted_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      attempted_at: Date;
+      /**
+      * **install_webhook_attempts.delivery_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      delivery_id: string;
+      /**
+      * **install_webhook_attempts.duration_ms**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      duration_ms: number;
+      /**
+      * **install_webhook_attempts.error**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      error: string | null;
+      /**
+      * **install_webhook_attempts.event_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      event_type: string;
+      /**
+      * **install_webhook_attempts.id**
+      * - `int8` in database
+      * - Generated column
+      */
+      id: db.Int8String;
+      /**
+      * **install_webhook_attempts.response_excerpt**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      response_excerpt: string | null;
+      /**
+      * **install_webhook_attempts.status_code**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      status_code: number | null;
+      /**
+      * **install_webhook_attempts.webhook_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      webhook_id: string;
+    }
+    export interface JSONSelectable {
+      /**
+      * **install_webhook_attempts.attempt**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      attempt: number;
+      /**
+      * **install_webhook_attempts.attempted_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      attempted_at: db.TimestampTzString;
+      /**
+      * **install_webhook_attempts.delivery_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      delivery_id: string;
+      /**
+      * **install_webhook_attempts.duration_ms**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      duration_ms: number;
+      /**
+      * **install_webhook_attempts.error**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      error: string | null;
+      /**
+      * **install_webhook_attempts.event_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      event_type: string;
+      /**
+      * **install_webhook_attempts.id**
+      * - `int8` in database
+      * - Generated column
+      */
+      id: number;
+      /**
+      * **install_webhook_attempts.response_excerpt**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      response_excerpt: string | null;
+      /**
+      * **install_webhook_attempts.status_code**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      status_code: number | null;
+      /**
+      * **install_webhook_attempts.webhook_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      webhook_id: string;
+    }
+    export interface Whereable {
+      /**
+      * **install_webhook_attempts.attempt**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      attempt?: number | db.Parameter<number> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **install_webhook_attempts.attempted_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      attempted_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **install_webhook_attempts.delivery_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      delivery_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **install_webhook_attempts.duration_ms**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      duration_ms?: number | db.Parameter<number> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **install_webhook_attempts.error**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      error?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **install_webhook_attempts.event_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      event_type?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **install_webhook_attempts.id**
+      * - `int8` in database
+      * - Generated column
+      */
+      id?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **install_webhook_attempts.response_excerpt**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      response_excerpt?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **install_webhook_attempts.status_code**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      status_code?: number | db.Parameter<number> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **install_webhook_attempts.webhook_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      webhook_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+    }
+    export interface Insertable {
+      /**
+      * **install_webhook_attempts.attempt**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      attempt: number | db.Parameter<number> | db.SQLFragment;
+      /**
+      * **install_webhook_attempts.attempted_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      attempted_at: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment;
+      /**
+      * **install_webhook_attempts.delivery_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      delivery_id: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **install_webhook_attempts.duration_ms**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      duration_ms: number | db.Parameter<number> | db.SQLFragment;
+      /**
+      * **install_webhook_attempts.error**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      error?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **install_webhook_attempts.event_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      event_type: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **install_webhook_attempts.response_excerpt**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      response_excerpt?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **install_webhook_attempts.status_code**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      status_code?: number | db.Parameter<number> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **install_webhook_attempts.webhook_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      webhook_id: string | db.Parameter<string> | db.SQLFragment;
+    }
+    export interface Updatable {
+      /**
+      * **install_webhook_attempts.attempt**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      attempt?: number | db.Parameter<number> | db.SQLFragment | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment>;
+      /**
+      * **install_webhook_attempts.attempted_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      attempted_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment>;
+      /**
+      * **install_webhook_attempts.delivery_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      delivery_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **install_webhook_attempts.duration_ms**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      duration_ms?: number | db.Parameter<number> | db.SQLFragment | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment>;
+      /**
+      * **install_webhook_attempts.error**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      error?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **install_webhook_attempts.event_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      event_type?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **install_webhook_attempts.response_excerpt**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      response_excerpt?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **install_webhook_attempts.status_code**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      status_code?: number | db.Parameter<number> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, number | db.Parameter<number> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **install_webhook_attempts.webhook_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      webhook_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+    }
+    export type UniqueIndex = 'install_webhook_attempts_pkey';
+    export type Column = keyof Selectable;
+    export type OnlyCols<T extends readonly Column[]> = Pick<Selectable, T[number]>;
+    export type SQLExpression = Table | db.ColumnNames<Updatable | (keyof Updatable)[]> | db.ColumnValues<Updatable> | Whereable | Column | db.ParentColumn | db.GenericSQLExpression;
+    export type SQL = SQLExpression | SQLExpression[];
+  }
+
+  /**
+   * **install_webhooks**
+   * - Table in database
+   */
+  export namespace install_webhooks {
+    export type Table = 'install_webhooks';
+    export interface Selectable {
+      /**
+      * **install_webhooks.adapter_silent_minutes**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      adapter_silent_minutes: number;
+      /**
+      * **install_webhooks.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at: Date;
+      /**
+      * **install_webhooks.created_by**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      created_by: string;
+      /**
+      * **install_webhooks.enabled**
+      * - `bool` in database
+      * - `NOT NULL`, default: `true`
+      */
+      enabled: boolean;
+      /**
+      * **install_webhooks.events**
+      * - `_text` in database
+      * - `NOT NULL`, no default
+      */
+      events: string[];
+      /**
+      * **install_webhooks.format**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      format: string;
+      /**
+      * **install_webhooks.id**
+      * - `uuid` in database
+      * - `NOT NULL`, default: `gen_random_uuid()`
+      */
+      id: string;
+      /**
+      * **install_webhooks.min_severity**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      min_severity: string;
+      /**
+      * **install_webhooks.name**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      name: string;
+      /**
+      * **install_webhooks.review_wait_minutes**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      review_wait_minutes: number;
+      /**
+      * **install_webhooks.signing_namespace**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_namespace: string;
+      /**
+      * **install_webhooks.signing_secret_key**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_secret_key: string;
+      /**
+      * **install_webhooks.signing_secret_name**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_secret_name: string;
+      /**
+      * **install_webhooks.signing_version**
+      * - `int4` in database
+      * - `NOT NULL`, default: `1`
+      */
+      signing_version: number;
+      /**
+      * **install_webhooks.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at: Date;
+      /**
+      * **install_webhooks.url**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      url: string;
+    }
+    export interface JSONSelectable {
+      /**
+      * **install_webhooks.adapter_silent_minutes**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      adapter_silent_minutes: number;
+      /**
+      * **install_webhooks.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at: db.TimestampTzString;
+      /**
+      * **install_webhooks.created_by**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      created_by: string;
+      /**
+      * **install_webhooks.enabled**
+      * - `bool` in database
+      * - `NOT NULL`, default: `true`
+      */
+      enabled: boolean;
+      /**
+      * **install_webhooks.events**
+      * - `_text` in database
+      * - `NOT NULL`, no default
+      */
+      events: string[];
+      /**
+      * **install_webhooks.format**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      format: string;
+      /**
+      * **install_webhooks.id**
+      * - `uuid` in database
+      * - `NOT NULL`, default: `gen_random_uuid()`
+      */
+      id: string;
+      /**
+      * **install_webhooks.min_severity**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      min_severity: string;
+      /**
+      * **install_webhooks.name**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      name: string;
+      /**
+      * **install_webhooks.review_wait_minutes**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      review_wait_minutes: number;
+      /**
+      * **install_webhooks.signing_namespace**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_namespace: string;
+      /**
+      * **install_webhooks.signing_secret_key**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_secret_key: string;
+      /**
+      * **install_webhooks.signing_secret_name**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_secret_name: string;
+      /**
+      * **install_webhooks.signing_version**
+      * - `int4` in database
+      * - `NOT NULL`, default: `1`
+      */
+      signing_version: number;
+      /**
+      * **install_webhooks.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at: db.TimestampTzString;
+      /**
+      * **install_webhooks.url**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      url: string;
+    }
+    export interface Whereable {
+      /**
+      * **install_webhooks.adapter_silent_minutes**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      adapter_silent_minutes?: number | db.Parameter<number> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **install_webhooks.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **install_webhooks.created_by**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      created_by?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **install_webhooks.enabled**
+      * - `bool` in database
+      * - `NOT NULL`, default: `true`
+      */
+      enabled?: boolean | db.Parameter<boolean> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, boolean | db.Parameter<boolean> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **install_webhooks.events**
+      * - `_text` in database
+      * - `NOT NULL`, no default
+      */
+      events?: string[] | db.Parameter<string[]> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string[] | db.Parameter<string[]> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **install_webhooks.format**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      format?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **install_webhooks.id**
+      * - `uuid` in database
+      * - `NOT NULL`, default: `gen_random_uuid()`
+      */
+      id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **install_webhooks.min_severity**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      min_severity?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **install_webhooks.name**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      name?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **install_webhooks.review_wait_minutes**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      review_wait_minutes?: number | db.Parameter<number> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **install_webhooks.signing_namespace**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_namespace?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **install_webhooks.signing_secret_key**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_secret_key?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **install_webhooks.signing_secret_name**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_secret_name?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **install_webhooks.signing_version**
+      * - `int4` in database
+      * - `NOT NULL`, default: `1`
+      */
+      signing_version?: number | db.Parameter<number> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **install_webhooks.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **install_webhooks.url**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      url?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+    }
+    export interface Insertable {
+      /**
+      * **install_webhooks.adapter_silent_minutes**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      adapter_silent_minutes: number | db.Parameter<number> | db.SQLFragment;
+      /**
+      * **install_webhooks.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment;
+      /**
+      * **install_webhooks.created_by**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      created_by: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **install_webhooks.enabled**
+      * - `bool` in database
+      * - `NOT NULL`, default: `true`
+      */
+      enabled?: boolean | db.Parameter<boolean> | db.DefaultType | db.SQLFragment;
+      /**
+      * **install_webhooks.events**
+      * - `_text` in database
+      * - `NOT NULL`, no default
+      */
+      events: string[] | db.Parameter<string[]> | db.SQLFragment;
+      /**
+      * **install_webhooks.format**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      format: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **install_webhooks.id**
+      * - `uuid` in database
+      * - `NOT NULL`, default: `gen_random_uuid()`
+      */
+      id?: string | db.Parameter<string> | db.DefaultType | db.SQLFragment;
+      /**
+      * **install_webhooks.min_severity**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      min_severity: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **install_webhooks.name**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      name: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **install_webhooks.review_wait_minutes**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      review_wait_minutes: number | db.Parameter<number> | db.SQLFragment;
+      /**
+      * **install_webhooks.signing_namespace**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_namespace: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **install_webhooks.signing_secret_key**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_secret_key: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **install_webhooks.signing_secret_name**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_secret_name: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **install_webhooks.signing_version**
+      * - `int4` in database
+      * - `NOT NULL`, default: `1`
+      */
+      signing_version?: number | db.Parameter<number> | db.DefaultType | db.SQLFragment;
+      /**
+      * **install_webhooks.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment;
+      /**
+      * **install_webhooks.url**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      url: string | db.Parameter<string> | db.SQLFragment;
+    }
+    export interface Updatable {
+      /**
+      * **install_webhooks.adapter_silent_minutes**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      adapter_silent_minutes?: number | db.Parameter<number> | db.SQLFragment | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment>;
+      /**
+      * **install_webhooks.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **install_webhooks.created_by**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      created_by?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **install_webhooks.enabled**
+      * - `bool` in database
+      * - `NOT NULL`, default: `true`
+      */
+      enabled?: boolean | db.Parameter<boolean> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, boolean | db.Parameter<boolean> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **install_webhooks.events**
+      * - `_text` in database
+      * - `NOT NULL`, no default
+      */
+      events?: string[] | db.Parameter<string[]> | db.SQLFragment | db.SQLFragment<any, string[] | db.Parameter<string[]> | db.SQLFragment>;
+      /**
+      * **install_webhooks.format**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      format?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **install_webhooks.id**
+      * - `uuid` in database
+      * - `NOT NULL`, default: `gen_random_uuid()`
+      */
+      id?: string | db.Parameter<string> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **install_webhooks.min_severity**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      min_severity?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **install_webhooks.name**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      name?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **install_webhooks.review_wait_minutes**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      review_wait_minutes?: number | db.Parameter<number> | db.SQLFragment | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment>;
+      /**
+      * **install_webhooks.signing_namespace**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_namespace?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **install_webhooks.signing_secret_key**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_secret_key?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **install_webhooks.signing_secret_name**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_secret_name?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **install_webhooks.signing_version**
+      * - `int4` in database
+      * - `NOT NULL`, default: `1`
+      */
+      signing_version?: number | db.Parameter<number> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, number | db.Parameter<number> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **install_webhooks.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **install_webhooks.url**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      url?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+    }
+    export type UniqueIndex = 'install_webhooks_pkey';
+    export type Column = keyof Selectable;
+    export type OnlyCols<T extends readonly Column[]> = Pick<Selectable, T[number]>;
+    export type SQLExpression = Table | db.ColumnNames<Updatable | (keyof Updatable)[]> | db.ColumnValues<Updatable> | Whereable | Column | db.ParentColumn | db.GenericSQLExpression;
+    export type SQL = SQLExpression | SQLExpression[];
+  }
+
+  /**
    * **integration_configs**
    * - Table in database
    */
@@ -3100,6 +3914,239 @@ declare module 'zapatos/schema' {
   }
 
   /**
+   * **investigation_iocs**
+   * - Table in database
+   */
+  export namespace investigation_iocs {
+    export type Table = 'investigation_iocs';
+    export interface Selectable {
+      /**
+      * **investigation_iocs.alerts**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      alerts: db.Int8String;
+      /**
+      * **investigation_iocs.first_seen_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      first_seen_at: Date;
+      /**
+      * **investigation_iocs.investigation_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      investigation_id: string;
+      /**
+      * **investigation_iocs.ioc_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      ioc_type: string;
+      /**
+      * **investigation_iocs.ioc_value**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      ioc_value: string;
+      /**
+      * **investigation_iocs.last_seen_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      last_seen_at: Date;
+      /**
+      * **investigation_iocs.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+    }
+    export interface JSONSelectable {
+      /**
+      * **investigation_iocs.alerts**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      alerts: number;
+      /**
+      * **investigation_iocs.first_seen_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      first_seen_at: db.TimestampTzString;
+      /**
+      * **investigation_iocs.investigation_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      investigation_id: string;
+      /**
+      * **investigation_iocs.ioc_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      ioc_type: string;
+      /**
+      * **investigation_iocs.ioc_value**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      ioc_value: string;
+      /**
+      * **investigation_iocs.last_seen_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      last_seen_at: db.TimestampTzString;
+      /**
+      * **investigation_iocs.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+    }
+    export interface Whereable {
+      /**
+      * **investigation_iocs.alerts**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      alerts?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **investigation_iocs.first_seen_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      first_seen_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **investigation_iocs.investigation_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      investigation_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **investigation_iocs.ioc_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      ioc_type?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **investigation_iocs.ioc_value**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      ioc_value?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **investigation_iocs.last_seen_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      last_seen_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **investigation_iocs.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+    }
+    export interface Insertable {
+      /**
+      * **investigation_iocs.alerts**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      alerts?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment;
+      /**
+      * **investigation_iocs.first_seen_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      first_seen_at: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment;
+      /**
+      * **investigation_iocs.investigation_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      investigation_id: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **investigation_iocs.ioc_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      ioc_type: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **investigation_iocs.ioc_value**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      ioc_value: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **investigation_iocs.last_seen_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      last_seen_at: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment;
+      /**
+      * **investigation_iocs.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string | db.Parameter<string> | db.SQLFragment;
+    }
+    export interface Updatable {
+      /**
+      * **investigation_iocs.alerts**
+      * - `int8` in database
+      * - `NOT NULL`, default: `0`
+      */
+      alerts?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **investigation_iocs.first_seen_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      first_seen_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment>;
+      /**
+      * **investigation_iocs.investigation_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      investigation_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **investigation_iocs.ioc_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      ioc_type?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **investigation_iocs.ioc_value**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      ioc_value?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **investigation_iocs.last_seen_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      last_seen_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment>;
+      /**
+      * **investigation_iocs.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+    }
+    export type UniqueIndex = 'investigation_iocs_pkey';
+    export type Column = keyof Selectable;
+    export type OnlyCols<T extends readonly Column[]> = Pick<Selectable, T[number]>;
+    export type SQLExpression = Table | db.ColumnNames<Updatable | (keyof Updatable)[]> | db.ColumnValues<Updatable> | Whereable | Column | db.ParentColumn | db.GenericSQLExpression;
+    export type SQL = SQLExpression | SQLExpression[];
+  }
+
+  /**
    * **investigations**
    * - Table in database
    */
@@ -3160,6 +4207,12 @@ declare module 'zapatos/schema' {
       * - `NOT NULL`, no default
       */
       severity: string;
+      /**
+      * **investigations.severity_pinned**
+      * - `bool` in database
+      * - `NOT NULL`, default: `false`
+      */
+      severity_pinned: boolean;
       /**
       * **investigations.source**
       * - `text` in database
@@ -3265,6 +4318,12 @@ declare module 'zapatos/schema' {
       */
       severity: string;
       /**
+      * **investigations.severity_pinned**
+      * - `bool` in database
+      * - `NOT NULL`, default: `false`
+      */
+      severity_pinned: boolean;
+      /**
       * **investigations.source**
       * - `text` in database
       * - Nullable, no default
@@ -3368,6 +4427,12 @@ declare module 'zapatos/schema' {
       * - `NOT NULL`, no default
       */
       severity?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **investigations.severity_pinned**
+      * - `bool` in database
+      * - `NOT NULL`, default: `false`
+      */
+      severity_pinned?: boolean | db.Parameter<boolean> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, boolean | db.Parameter<boolean> | db.SQLFragment | db.ParentColumn>;
       /**
       * **investigations.source**
       * - `text` in database
@@ -3473,6 +4538,12 @@ declare module 'zapatos/schema' {
       */
       severity: string | db.Parameter<string> | db.SQLFragment;
       /**
+      * **investigations.severity_pinned**
+      * - `bool` in database
+      * - `NOT NULL`, default: `false`
+      */
+      severity_pinned?: boolean | db.Parameter<boolean> | db.DefaultType | db.SQLFragment;
+      /**
       * **investigations.source**
       * - `text` in database
       * - Nullable, no default
@@ -3576,6 +4647,12 @@ declare module 'zapatos/schema' {
       * - `NOT NULL`, no default
       */
       severity?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **investigations.severity_pinned**
+      * - `bool` in database
+      * - `NOT NULL`, default: `false`
+      */
+      severity_pinned?: boolean | db.Parameter<boolean> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, boolean | db.Parameter<boolean> | db.DefaultType | db.SQLFragment>;
       /**
       * **investigations.source**
       * - `text` in database
@@ -6161,6 +7238,502 @@ declare module 'zapatos/schema' {
   }
 
   /**
+   * **report_investigations**
+   * - Table in database
+   */
+  export namespace report_investigations {
+    export type Table = 'report_investigations';
+    export interface Selectable {
+      /**
+      * **report_investigations.acknowledged_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      acknowledged_at: Date | null;
+      /**
+      * **report_investigations.ended_as**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      ended_as: string | null;
+      /**
+      * **report_investigations.ended_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      ended_at: Date | null;
+      /**
+      * **report_investigations.ended_by**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      ended_by: string | null;
+      /**
+      * **report_investigations.investigation_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      investigation_id: string;
+      /**
+      * **report_investigations.last_event_id**
+      * - `int8` in database
+      * - `NOT NULL`, no default
+      */
+      last_event_id: db.Int8String;
+      /**
+      * **report_investigations.opened_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      opened_at: Date | null;
+      /**
+      * **report_investigations.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+    }
+    export interface JSONSelectable {
+      /**
+      * **report_investigations.acknowledged_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      acknowledged_at: db.TimestampTzString | null;
+      /**
+      * **report_investigations.ended_as**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      ended_as: string | null;
+      /**
+      * **report_investigations.ended_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      ended_at: db.TimestampTzString | null;
+      /**
+      * **report_investigations.ended_by**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      ended_by: string | null;
+      /**
+      * **report_investigations.investigation_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      investigation_id: string;
+      /**
+      * **report_investigations.last_event_id**
+      * - `int8` in database
+      * - `NOT NULL`, no default
+      */
+      last_event_id: number;
+      /**
+      * **report_investigations.opened_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      opened_at: db.TimestampTzString | null;
+      /**
+      * **report_investigations.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+    }
+    export interface Whereable {
+      /**
+      * **report_investigations.acknowledged_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      acknowledged_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **report_investigations.ended_as**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      ended_as?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **report_investigations.ended_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      ended_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **report_investigations.ended_by**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      ended_by?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **report_investigations.investigation_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      investigation_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **report_investigations.last_event_id**
+      * - `int8` in database
+      * - `NOT NULL`, no default
+      */
+      last_event_id?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **report_investigations.opened_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      opened_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **report_investigations.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+    }
+    export interface Insertable {
+      /**
+      * **report_investigations.acknowledged_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      acknowledged_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **report_investigations.ended_as**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      ended_as?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **report_investigations.ended_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      ended_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **report_investigations.ended_by**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      ended_by?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **report_investigations.investigation_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      investigation_id: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **report_investigations.last_event_id**
+      * - `int8` in database
+      * - `NOT NULL`, no default
+      */
+      last_event_id: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment;
+      /**
+      * **report_investigations.opened_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      opened_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **report_investigations.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string | db.Parameter<string> | db.SQLFragment;
+    }
+    export interface Updatable {
+      /**
+      * **report_investigations.acknowledged_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      acknowledged_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **report_investigations.ended_as**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      ended_as?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **report_investigations.ended_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      ended_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **report_investigations.ended_by**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      ended_by?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **report_investigations.investigation_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      investigation_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **report_investigations.last_event_id**
+      * - `int8` in database
+      * - `NOT NULL`, no default
+      */
+      last_event_id?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment>;
+      /**
+      * **report_investigations.opened_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      opened_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **report_investigations.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+    }
+    export type UniqueIndex = 'report_investigations_pkey';
+    export type Column = keyof Selectable;
+    export type OnlyCols<T extends readonly Column[]> = Pick<Selectable, T[number]>;
+    export type SQLExpression = Table | db.ColumnNames<Updatable | (keyof Updatable)[]> | db.ColumnValues<Updatable> | Whereable | Column | db.ParentColumn | db.GenericSQLExpression;
+    export type SQL = SQLExpression | SQLExpression[];
+  }
+
+  /**
+   * **report_reviews**
+   * - Table in database
+   */
+  export namespace report_reviews {
+    export type Table = 'report_reviews';
+    export interface Selectable {
+      /**
+      * **report_reviews.decided_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      decided_at: Date | null;
+      /**
+      * **report_reviews.decision**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      decision: string | null;
+      /**
+      * **report_reviews.investigation_id**
+      * - `uuid` in database
+      * - Nullable, no default
+      */
+      investigation_id: string | null;
+      /**
+      * **report_reviews.last_event_id**
+      * - `int8` in database
+      * - `NOT NULL`, no default
+      */
+      last_event_id: db.Int8String;
+      /**
+      * **report_reviews.requested_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      requested_at: Date | null;
+      /**
+      * **report_reviews.review_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      review_id: string;
+      /**
+      * **report_reviews.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+    }
+    export interface JSONSelectable {
+      /**
+      * **report_reviews.decided_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      decided_at: db.TimestampTzString | null;
+      /**
+      * **report_reviews.decision**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      decision: string | null;
+      /**
+      * **report_reviews.investigation_id**
+      * - `uuid` in database
+      * - Nullable, no default
+      */
+      investigation_id: string | null;
+      /**
+      * **report_reviews.last_event_id**
+      * - `int8` in database
+      * - `NOT NULL`, no default
+      */
+      last_event_id: number;
+      /**
+      * **report_reviews.requested_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      requested_at: db.TimestampTzString | null;
+      /**
+      * **report_reviews.review_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      review_id: string;
+      /**
+      * **report_reviews.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+    }
+    export interface Whereable {
+      /**
+      * **report_reviews.decided_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      decided_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **report_reviews.decision**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      decision?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **report_reviews.investigation_id**
+      * - `uuid` in database
+      * - Nullable, no default
+      */
+      investigation_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **report_reviews.last_event_id**
+      * - `int8` in database
+      * - `NOT NULL`, no default
+      */
+      last_event_id?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **report_reviews.requested_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      requested_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **report_reviews.review_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      review_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **report_reviews.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+    }
+    export interface Insertable {
+      /**
+      * **report_reviews.decided_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      decided_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **report_reviews.decision**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      decision?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **report_reviews.investigation_id**
+      * - `uuid` in database
+      * - Nullable, no default
+      */
+      investigation_id?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **report_reviews.last_event_id**
+      * - `int8` in database
+      * - `NOT NULL`, no default
+      */
+      last_event_id: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment;
+      /**
+      * **report_reviews.requested_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      requested_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **report_reviews.review_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      review_id: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **report_reviews.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string | db.Parameter<string> | db.SQLFragment;
+    }
+    export interface Updatable {
+      /**
+      * **report_reviews.decided_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      decided_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **report_reviews.decision**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      decision?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **report_reviews.investigation_id**
+      * - `uuid` in database
+      * - Nullable, no default
+      */
+      investigation_id?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **report_reviews.last_event_id**
+      * - `int8` in database
+      * - `NOT NULL`, no default
+      */
+      last_event_id?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment>;
+      /**
+      * **report_reviews.requested_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      requested_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **report_reviews.review_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      review_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **report_reviews.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+    }
+    export type UniqueIndex = 'report_reviews_pkey';
+    export type Column = keyof Selectable;
+    export type OnlyCols<T extends readonly Column[]> = Pick<Selectable, T[number]>;
+    export type SQLExpression = Table | db.ColumnNames<Updatable | (keyof Updatable)[]> | db.ColumnValues<Updatable> | Whereable | Column | db.ParentColumn | db.GenericSQLExpression;
+    export type SQL = SQLExpression | SQLExpression[];
+  }
+
+  /**
    * **rule_stats**
    * - Table in database
    */
@@ -7321,6 +8894,880 @@ declare module 'zapatos/schema' {
   }
 
   /**
+   * **tenant_webhook_attempts**
+   * - Table in database
+   */
+  export namespace tenant_webhook_attempts {
+    export type Table = 'tenant_webhook_attempts';
+    export interface Selectable {
+      /**
+      * **tenant_webhook_attempts.attempt**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      attempt: number;
+      /**
+      * **tenant_webhook_attempts.attempted_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      attempted_at: Date;
+      /**
+      * **tenant_webhook_attempts.delivery_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      delivery_id: string;
+      /**
+      * **tenant_webhook_attempts.duration_ms**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      duration_ms: number;
+      /**
+      * **tenant_webhook_attempts.error**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      error: string | null;
+      /**
+      * **tenant_webhook_attempts.event_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      event_type: string;
+      /**
+      * **tenant_webhook_attempts.id**
+      * - `int8` in database
+      * - Generated column
+      */
+      id: db.Int8String;
+      /**
+      * **tenant_webhook_attempts.response_excerpt**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      response_excerpt: string | null;
+      /**
+      * **tenant_webhook_attempts.status_code**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      status_code: number | null;
+      /**
+      * **tenant_webhook_attempts.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+      /**
+      * **tenant_webhook_attempts.webhook_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      webhook_id: string;
+    }
+    export interface JSONSelectable {
+      /**
+      * **tenant_webhook_attempts.attempt**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      attempt: number;
+      /**
+      * **tenant_webhook_attempts.attempted_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      attempted_at: db.TimestampTzString;
+      /**
+      * **tenant_webhook_attempts.delivery_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      delivery_id: string;
+      /**
+      * **tenant_webhook_attempts.duration_ms**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      duration_ms: number;
+      /**
+      * **tenant_webhook_attempts.error**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      error: string | null;
+      /**
+      * **tenant_webhook_attempts.event_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      event_type: string;
+      /**
+      * **tenant_webhook_attempts.id**
+      * - `int8` in database
+      * - Generated column
+      */
+      id: number;
+      /**
+      * **tenant_webhook_attempts.response_excerpt**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      response_excerpt: string | null;
+      /**
+      * **tenant_webhook_attempts.status_code**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      status_code: number | null;
+      /**
+      * **tenant_webhook_attempts.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+      /**
+      * **tenant_webhook_attempts.webhook_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      webhook_id: string;
+    }
+    export interface Whereable {
+      /**
+      * **tenant_webhook_attempts.attempt**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      attempt?: number | db.Parameter<number> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhook_attempts.attempted_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      attempted_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhook_attempts.delivery_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      delivery_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhook_attempts.duration_ms**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      duration_ms?: number | db.Parameter<number> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhook_attempts.error**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      error?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhook_attempts.event_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      event_type?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhook_attempts.id**
+      * - `int8` in database
+      * - Generated column
+      */
+      id?: (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (number | db.Int8String | bigint) | db.Parameter<(number | db.Int8String | bigint)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhook_attempts.response_excerpt**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      response_excerpt?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhook_attempts.status_code**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      status_code?: number | db.Parameter<number> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhook_attempts.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhook_attempts.webhook_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      webhook_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+    }
+    export interface Insertable {
+      /**
+      * **tenant_webhook_attempts.attempt**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      attempt: number | db.Parameter<number> | db.SQLFragment;
+      /**
+      * **tenant_webhook_attempts.attempted_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      attempted_at: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment;
+      /**
+      * **tenant_webhook_attempts.delivery_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      delivery_id: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **tenant_webhook_attempts.duration_ms**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      duration_ms: number | db.Parameter<number> | db.SQLFragment;
+      /**
+      * **tenant_webhook_attempts.error**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      error?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **tenant_webhook_attempts.event_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      event_type: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **tenant_webhook_attempts.response_excerpt**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      response_excerpt?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **tenant_webhook_attempts.status_code**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      status_code?: number | db.Parameter<number> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **tenant_webhook_attempts.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **tenant_webhook_attempts.webhook_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      webhook_id: string | db.Parameter<string> | db.SQLFragment;
+    }
+    export interface Updatable {
+      /**
+      * **tenant_webhook_attempts.attempt**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      attempt?: number | db.Parameter<number> | db.SQLFragment | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment>;
+      /**
+      * **tenant_webhook_attempts.attempted_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, no default
+      */
+      attempted_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment>;
+      /**
+      * **tenant_webhook_attempts.delivery_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      delivery_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **tenant_webhook_attempts.duration_ms**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      duration_ms?: number | db.Parameter<number> | db.SQLFragment | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment>;
+      /**
+      * **tenant_webhook_attempts.error**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      error?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **tenant_webhook_attempts.event_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      event_type?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **tenant_webhook_attempts.response_excerpt**
+      * - `text` in database
+      * - Nullable, no default
+      */
+      response_excerpt?: string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **tenant_webhook_attempts.status_code**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      status_code?: number | db.Parameter<number> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, number | db.Parameter<number> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **tenant_webhook_attempts.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **tenant_webhook_attempts.webhook_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      webhook_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+    }
+    export type UniqueIndex = 'tenant_webhook_attempts_pkey';
+    export type Column = keyof Selectable;
+    export type OnlyCols<T extends readonly Column[]> = Pick<Selectable, T[number]>;
+    export type SQLExpression = Table | db.ColumnNames<Updatable | (keyof Updatable)[]> | db.ColumnValues<Updatable> | Whereable | Column | db.ParentColumn | db.GenericSQLExpression;
+    export type SQL = SQLExpression | SQLExpression[];
+  }
+
+  /**
+   * **tenant_webhooks**
+   * - Table in database
+   */
+  export namespace tenant_webhooks {
+    export type Table = 'tenant_webhooks';
+    export interface Selectable {
+      /**
+      * **tenant_webhooks.adapter_silent_minutes**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      adapter_silent_minutes: number;
+      /**
+      * **tenant_webhooks.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at: Date;
+      /**
+      * **tenant_webhooks.created_by**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      created_by: string;
+      /**
+      * **tenant_webhooks.enabled**
+      * - `bool` in database
+      * - `NOT NULL`, default: `true`
+      */
+      enabled: boolean;
+      /**
+      * **tenant_webhooks.events**
+      * - `_text` in database
+      * - `NOT NULL`, no default
+      */
+      events: string[];
+      /**
+      * **tenant_webhooks.format**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      format: string;
+      /**
+      * **tenant_webhooks.id**
+      * - `uuid` in database
+      * - `NOT NULL`, default: `gen_random_uuid()`
+      */
+      id: string;
+      /**
+      * **tenant_webhooks.min_severity**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      min_severity: string;
+      /**
+      * **tenant_webhooks.name**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      name: string;
+      /**
+      * **tenant_webhooks.review_wait_minutes**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      review_wait_minutes: number;
+      /**
+      * **tenant_webhooks.signing_namespace**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_namespace: string;
+      /**
+      * **tenant_webhooks.signing_secret_key**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_secret_key: string;
+      /**
+      * **tenant_webhooks.signing_secret_name**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_secret_name: string;
+      /**
+      * **tenant_webhooks.signing_version**
+      * - `int4` in database
+      * - `NOT NULL`, default: `1`
+      */
+      signing_version: number;
+      /**
+      * **tenant_webhooks.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+      /**
+      * **tenant_webhooks.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at: Date;
+      /**
+      * **tenant_webhooks.url**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      url: string;
+    }
+    export interface JSONSelectable {
+      /**
+      * **tenant_webhooks.adapter_silent_minutes**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      adapter_silent_minutes: number;
+      /**
+      * **tenant_webhooks.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at: db.TimestampTzString;
+      /**
+      * **tenant_webhooks.created_by**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      created_by: string;
+      /**
+      * **tenant_webhooks.enabled**
+      * - `bool` in database
+      * - `NOT NULL`, default: `true`
+      */
+      enabled: boolean;
+      /**
+      * **tenant_webhooks.events**
+      * - `_text` in database
+      * - `NOT NULL`, no default
+      */
+      events: string[];
+      /**
+      * **tenant_webhooks.format**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      format: string;
+      /**
+      * **tenant_webhooks.id**
+      * - `uuid` in database
+      * - `NOT NULL`, default: `gen_random_uuid()`
+      */
+      id: string;
+      /**
+      * **tenant_webhooks.min_severity**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      min_severity: string;
+      /**
+      * **tenant_webhooks.name**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      name: string;
+      /**
+      * **tenant_webhooks.review_wait_minutes**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      review_wait_minutes: number;
+      /**
+      * **tenant_webhooks.signing_namespace**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_namespace: string;
+      /**
+      * **tenant_webhooks.signing_secret_key**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_secret_key: string;
+      /**
+      * **tenant_webhooks.signing_secret_name**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_secret_name: string;
+      /**
+      * **tenant_webhooks.signing_version**
+      * - `int4` in database
+      * - `NOT NULL`, default: `1`
+      */
+      signing_version: number;
+      /**
+      * **tenant_webhooks.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+      /**
+      * **tenant_webhooks.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at: db.TimestampTzString;
+      /**
+      * **tenant_webhooks.url**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      url: string;
+    }
+    export interface Whereable {
+      /**
+      * **tenant_webhooks.adapter_silent_minutes**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      adapter_silent_minutes?: number | db.Parameter<number> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhooks.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhooks.created_by**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      created_by?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhooks.enabled**
+      * - `bool` in database
+      * - `NOT NULL`, default: `true`
+      */
+      enabled?: boolean | db.Parameter<boolean> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, boolean | db.Parameter<boolean> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhooks.events**
+      * - `_text` in database
+      * - `NOT NULL`, no default
+      */
+      events?: string[] | db.Parameter<string[]> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string[] | db.Parameter<string[]> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhooks.format**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      format?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhooks.id**
+      * - `uuid` in database
+      * - `NOT NULL`, default: `gen_random_uuid()`
+      */
+      id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhooks.min_severity**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      min_severity?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhooks.name**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      name?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhooks.review_wait_minutes**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      review_wait_minutes?: number | db.Parameter<number> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhooks.signing_namespace**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_namespace?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhooks.signing_secret_key**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_secret_key?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhooks.signing_secret_name**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_secret_name?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhooks.signing_version**
+      * - `int4` in database
+      * - `NOT NULL`, default: `1`
+      */
+      signing_version?: number | db.Parameter<number> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhooks.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhooks.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **tenant_webhooks.url**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      url?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+    }
+    export interface Insertable {
+      /**
+      * **tenant_webhooks.adapter_silent_minutes**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      adapter_silent_minutes: number | db.Parameter<number> | db.SQLFragment;
+      /**
+      * **tenant_webhooks.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment;
+      /**
+      * **tenant_webhooks.created_by**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      created_by: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **tenant_webhooks.enabled**
+      * - `bool` in database
+      * - `NOT NULL`, default: `true`
+      */
+      enabled?: boolean | db.Parameter<boolean> | db.DefaultType | db.SQLFragment;
+      /**
+      * **tenant_webhooks.events**
+      * - `_text` in database
+      * - `NOT NULL`, no default
+      */
+      events: string[] | db.Parameter<string[]> | db.SQLFragment;
+      /**
+      * **tenant_webhooks.format**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      format: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **tenant_webhooks.id**
+      * - `uuid` in database
+      * - `NOT NULL`, default: `gen_random_uuid()`
+      */
+      id?: string | db.Parameter<string> | db.DefaultType | db.SQLFragment;
+      /**
+      * **tenant_webhooks.min_severity**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      min_severity: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **tenant_webhooks.name**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      name: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **tenant_webhooks.review_wait_minutes**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      review_wait_minutes: number | db.Parameter<number> | db.SQLFragment;
+      /**
+      * **tenant_webhooks.signing_namespace**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_namespace: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **tenant_webhooks.signing_secret_key**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_secret_key: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **tenant_webhooks.signing_secret_name**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_secret_name: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **tenant_webhooks.signing_version**
+      * - `int4` in database
+      * - `NOT NULL`, default: `1`
+      */
+      signing_version?: number | db.Parameter<number> | db.DefaultType | db.SQLFragment;
+      /**
+      * **tenant_webhooks.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **tenant_webhooks.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment;
+      /**
+      * **tenant_webhooks.url**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      url: string | db.Parameter<string> | db.SQLFragment;
+    }
+    export interface Updatable {
+      /**
+      * **tenant_webhooks.adapter_silent_minutes**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      adapter_silent_minutes?: number | db.Parameter<number> | db.SQLFragment | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment>;
+      /**
+      * **tenant_webhooks.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **tenant_webhooks.created_by**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      created_by?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **tenant_webhooks.enabled**
+      * - `bool` in database
+      * - `NOT NULL`, default: `true`
+      */
+      enabled?: boolean | db.Parameter<boolean> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, boolean | db.Parameter<boolean> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **tenant_webhooks.events**
+      * - `_text` in database
+      * - `NOT NULL`, no default
+      */
+      events?: string[] | db.Parameter<string[]> | db.SQLFragment | db.SQLFragment<any, string[] | db.Parameter<string[]> | db.SQLFragment>;
+      /**
+      * **tenant_webhooks.format**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      format?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **tenant_webhooks.id**
+      * - `uuid` in database
+      * - `NOT NULL`, default: `gen_random_uuid()`
+      */
+      id?: string | db.Parameter<string> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **tenant_webhooks.min_severity**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      min_severity?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **tenant_webhooks.name**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      name?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **tenant_webhooks.review_wait_minutes**
+      * - `int4` in database
+      * - `NOT NULL`, no default
+      */
+      review_wait_minutes?: number | db.Parameter<number> | db.SQLFragment | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment>;
+      /**
+      * **tenant_webhooks.signing_namespace**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_namespace?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **tenant_webhooks.signing_secret_key**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_secret_key?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **tenant_webhooks.signing_secret_name**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      signing_secret_name?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **tenant_webhooks.signing_version**
+      * - `int4` in database
+      * - `NOT NULL`, default: `1`
+      */
+      signing_version?: number | db.Parameter<number> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, number | db.Parameter<number> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **tenant_webhooks.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **tenant_webhooks.updated_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      updated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **tenant_webhooks.url**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      url?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+    }
+    export type UniqueIndex = 'tenant_webhooks_pkey';
+    export type Column = keyof Selectable;
+    export type OnlyCols<T extends readonly Column[]> = Pick<Selectable, T[number]>;
+    export type SQLExpression = Table | db.ColumnNames<Updatable | (keyof Updatable)[]> | db.ColumnValues<Updatable> | Whereable | Column | db.ParentColumn | db.GenericSQLExpression;
+    export type SQL = SQLExpression | SQLExpression[];
+  }
+
+  /**
    * **tenants**
    * - Table in database
    */
@@ -8299,23 +10746,406 @@ declare module 'zapatos/schema' {
     export type SQL = SQLExpression | SQLExpression[];
   }
 
+  /**
+   * **webhook_deliveries**
+   * - Table in database
+   */
+  export namespace webhook_deliveries {
+    export type Table = 'webhook_deliveries';
+    export interface Selectable {
+      /**
+      * **webhook_deliveries.attempts**
+      * - `int4` in database
+      * - `NOT NULL`, default: `0`
+      */
+      attempts: number;
+      /**
+      * **webhook_deliveries.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at: Date;
+      /**
+      * **webhook_deliveries.dedupe_key**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      dedupe_key: string;
+      /**
+      * **webhook_deliveries.event_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      event_type: string;
+      /**
+      * **webhook_deliveries.finished_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      finished_at: Date | null;
+      /**
+      * **webhook_deliveries.id**
+      * - `uuid` in database
+      * - `NOT NULL`, default: `gen_random_uuid()`
+      */
+      id: string;
+      /**
+      * **webhook_deliveries.next_attempt_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      next_attempt_at: Date | null;
+      /**
+      * **webhook_deliveries.payload**
+      * - `jsonb` in database
+      * - `NOT NULL`, no default
+      */
+      payload: db.JSONValue;
+      /**
+      * **webhook_deliveries.scope**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      scope: string;
+      /**
+      * **webhook_deliveries.status**
+      * - `text` in database
+      * - `NOT NULL`, default: `'pending'::text`
+      */
+      status: string;
+      /**
+      * **webhook_deliveries.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+      /**
+      * **webhook_deliveries.webhook_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      webhook_id: string;
+    }
+    export interface JSONSelectable {
+      /**
+      * **webhook_deliveries.attempts**
+      * - `int4` in database
+      * - `NOT NULL`, default: `0`
+      */
+      attempts: number;
+      /**
+      * **webhook_deliveries.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at: db.TimestampTzString;
+      /**
+      * **webhook_deliveries.dedupe_key**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      dedupe_key: string;
+      /**
+      * **webhook_deliveries.event_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      event_type: string;
+      /**
+      * **webhook_deliveries.finished_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      finished_at: db.TimestampTzString | null;
+      /**
+      * **webhook_deliveries.id**
+      * - `uuid` in database
+      * - `NOT NULL`, default: `gen_random_uuid()`
+      */
+      id: string;
+      /**
+      * **webhook_deliveries.next_attempt_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      next_attempt_at: db.TimestampTzString | null;
+      /**
+      * **webhook_deliveries.payload**
+      * - `jsonb` in database
+      * - `NOT NULL`, no default
+      */
+      payload: db.JSONValue;
+      /**
+      * **webhook_deliveries.scope**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      scope: string;
+      /**
+      * **webhook_deliveries.status**
+      * - `text` in database
+      * - `NOT NULL`, default: `'pending'::text`
+      */
+      status: string;
+      /**
+      * **webhook_deliveries.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string;
+      /**
+      * **webhook_deliveries.webhook_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      webhook_id: string;
+    }
+    export interface Whereable {
+      /**
+      * **webhook_deliveries.attempts**
+      * - `int4` in database
+      * - `NOT NULL`, default: `0`
+      */
+      attempts?: number | db.Parameter<number> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **webhook_deliveries.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **webhook_deliveries.dedupe_key**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      dedupe_key?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **webhook_deliveries.event_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      event_type?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **webhook_deliveries.finished_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      finished_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **webhook_deliveries.id**
+      * - `uuid` in database
+      * - `NOT NULL`, default: `gen_random_uuid()`
+      */
+      id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **webhook_deliveries.next_attempt_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      next_attempt_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **webhook_deliveries.payload**
+      * - `jsonb` in database
+      * - `NOT NULL`, no default
+      */
+      payload?: db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **webhook_deliveries.scope**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      scope?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **webhook_deliveries.status**
+      * - `text` in database
+      * - `NOT NULL`, default: `'pending'::text`
+      */
+      status?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **webhook_deliveries.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **webhook_deliveries.webhook_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      webhook_id?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
+    }
+    export interface Insertable {
+      /**
+      * **webhook_deliveries.attempts**
+      * - `int4` in database
+      * - `NOT NULL`, default: `0`
+      */
+      attempts?: number | db.Parameter<number> | db.DefaultType | db.SQLFragment;
+      /**
+      * **webhook_deliveries.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment;
+      /**
+      * **webhook_deliveries.dedupe_key**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      dedupe_key: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **webhook_deliveries.event_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      event_type: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **webhook_deliveries.finished_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      finished_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **webhook_deliveries.id**
+      * - `uuid` in database
+      * - `NOT NULL`, default: `gen_random_uuid()`
+      */
+      id?: string | db.Parameter<string> | db.DefaultType | db.SQLFragment;
+      /**
+      * **webhook_deliveries.next_attempt_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      next_attempt_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **webhook_deliveries.payload**
+      * - `jsonb` in database
+      * - `NOT NULL`, no default
+      */
+      payload: db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment;
+      /**
+      * **webhook_deliveries.scope**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      scope: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **webhook_deliveries.status**
+      * - `text` in database
+      * - `NOT NULL`, default: `'pending'::text`
+      */
+      status?: string | db.Parameter<string> | db.DefaultType | db.SQLFragment;
+      /**
+      * **webhook_deliveries.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id: string | db.Parameter<string> | db.SQLFragment;
+      /**
+      * **webhook_deliveries.webhook_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      webhook_id: string | db.Parameter<string> | db.SQLFragment;
+    }
+    export interface Updatable {
+      /**
+      * **webhook_deliveries.attempts**
+      * - `int4` in database
+      * - `NOT NULL`, default: `0`
+      */
+      attempts?: number | db.Parameter<number> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, number | db.Parameter<number> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **webhook_deliveries.created_at**
+      * - `timestamptz` in database
+      * - `NOT NULL`, default: `now()`
+      */
+      created_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **webhook_deliveries.dedupe_key**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      dedupe_key?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **webhook_deliveries.event_type**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      event_type?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **webhook_deliveries.finished_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      finished_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **webhook_deliveries.id**
+      * - `uuid` in database
+      * - `NOT NULL`, default: `gen_random_uuid()`
+      */
+      id?: string | db.Parameter<string> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **webhook_deliveries.next_attempt_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      next_attempt_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **webhook_deliveries.payload**
+      * - `jsonb` in database
+      * - `NOT NULL`, no default
+      */
+      payload?: db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment | db.SQLFragment<any, db.JSONValue | db.Parameter<db.JSONValue> | db.SQLFragment>;
+      /**
+      * **webhook_deliveries.scope**
+      * - `text` in database
+      * - `NOT NULL`, no default
+      */
+      scope?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **webhook_deliveries.status**
+      * - `text` in database
+      * - `NOT NULL`, default: `'pending'::text`
+      */
+      status?: string | db.Parameter<string> | db.DefaultType | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.DefaultType | db.SQLFragment>;
+      /**
+      * **webhook_deliveries.tenant_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      tenant_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+      /**
+      * **webhook_deliveries.webhook_id**
+      * - `uuid` in database
+      * - `NOT NULL`, no default
+      */
+      webhook_id?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
+    }
+    export type UniqueIndex = 'webhook_deliveries_pkey' | 'webhook_deliveries_tenant_id_scope_webhook_id_dedupe_key_key';
+    export type Column = keyof Selectable;
+    export type OnlyCols<T extends readonly Column[]> = Pick<Selectable, T[number]>;
+    export type SQLExpression = Table | db.ColumnNames<Updatable | (keyof Updatable)[]> | db.ColumnValues<Updatable> | Whereable | Column | db.ParentColumn | db.GenericSQLExpression;
+    export type SQL = SQLExpression | SQLExpression[];
+  }
+
   /* --- aggregate types --- */
 
   export namespace public {  
-    export type Table = adapter_credentials.Table | adapter_heartbeats.Table | alert_groups.Table | analyzer_stats.Table | audit_current_tenant.Table | audit_grants.Table | audit_log.Table | branding_configs.Table | chart_compatibility.Table | events.Table | ingest_checkpoints.Table | install_settings.Table | integration_configs.Table | investigations.Table | ioc_stats.Table | llm_cache.Table | llm_usage.Table | metrics_hourly.Table | organization.Table | parked_jobs.Table | password_credentials.Table | pending_reviews.Table | projection_checkpoints.Table | releases.Table | rule_stats.Table | sessions.Table | tenant_lifecycle_events.Table | tenant_secrets.Table | tenants.Table | triage_policies.Table | users.Table;
-    export type Selectable = adapter_credentials.Selectable | adapter_heartbeats.Selectable | alert_groups.Selectable | analyzer_stats.Selectable | audit_current_tenant.Selectable | audit_grants.Selectable | audit_log.Selectable | branding_configs.Selectable | chart_compatibility.Selectable | events.Selectable | ingest_checkpoints.Selectable | install_settings.Selectable | integration_configs.Selectable | investigations.Selectable | ioc_stats.Selectable | llm_cache.Selectable | llm_usage.Selectable | metrics_hourly.Selectable | organization.Selectable | parked_jobs.Selectable | password_credentials.Selectable | pending_reviews.Selectable | projection_checkpoints.Selectable | releases.Selectable | rule_stats.Selectable | sessions.Selectable | tenant_lifecycle_events.Selectable | tenant_secrets.Selectable | tenants.Selectable | triage_policies.Selectable | users.Selectable;
-    export type JSONSelectable = adapter_credentials.JSONSelectable | adapter_heartbeats.JSONSelectable | alert_groups.JSONSelectable | analyzer_stats.JSONSelectable | audit_current_tenant.JSONSelectable | audit_grants.JSONSelectable | audit_log.JSONSelectable | branding_configs.JSONSelectable | chart_compatibility.JSONSelectable | events.JSONSelectable | ingest_checkpoints.JSONSelectable | install_settings.JSONSelectable | integration_configs.JSONSelectable | investigations.JSONSelectable | ioc_stats.JSONSelectable | llm_cache.JSONSelectable | llm_usage.JSONSelectable | metrics_hourly.JSONSelectable | organization.JSONSelectable | parked_jobs.JSONSelectable | password_credentials.JSONSelectable | pending_reviews.JSONSelectable | projection_checkpoints.JSONSelectable | releases.JSONSelectable | rule_stats.JSONSelectable | sessions.JSONSelectable | tenant_lifecycle_events.JSONSelectable | tenant_secrets.JSONSelectable | tenants.JSONSelectable | triage_policies.JSONSelectable | users.JSONSelectable;
-    export type Whereable = adapter_credentials.Whereable | adapter_heartbeats.Whereable | alert_groups.Whereable | analyzer_stats.Whereable | audit_current_tenant.Whereable | audit_grants.Whereable | audit_log.Whereable | branding_configs.Whereable | chart_compatibility.Whereable | events.Whereable | ingest_checkpoints.Whereable | install_settings.Whereable | integration_configs.Whereable | investigations.Whereable | ioc_stats.Whereable | llm_cache.Whereable | llm_usage.Whereable | metrics_hourly.Whereable | organization.Whereable | parked_jobs.Whereable | password_credentials.Whereable | pending_reviews.Whereable | projection_checkpoints.Whereable | releases.Whereable | rule_stats.Whereable | sessions.Whereable | tenant_lifecycle_events.Whereable | tenant_secrets.Whereable | tenants.Whereable | triage_policies.Whereable | users.Whereable;
-    export type Insertable = adapter_credentials.Insertable | adapter_heartbeats.Insertable | alert_groups.Insertable | analyzer_stats.Insertable | audit_current_tenant.Insertable | audit_grants.Insertable | audit_log.Insertable | branding_configs.Insertable | chart_compatibility.Insertable | events.Insertable | ingest_checkpoints.Insertable | install_settings.Insertable | integration_configs.Insertable | investigations.Insertable | ioc_stats.Insertable | llm_cache.Insertable | llm_usage.Insertable | metrics_hourly.Insertable | organization.Insertable | parked_jobs.Insertable | password_credentials.Insertable | pending_reviews.Insertable | projection_checkpoints.Insertable | releases.Insertable | rule_stats.Insertable | sessions.Insertable | tenant_lifecycle_events.Insertable | tenant_secrets.Insertable | tenants.Insertable | triage_policies.Insertable | users.Insertable;
-    export type Updatable = adapter_credentials.Updatable | adapter_heartbeats.Updatable | alert_groups.Updatable | analyzer_stats.Updatable | audit_current_tenant.Updatable | audit_grants.Updatable | audit_log.Updatable | branding_configs.Updatable | chart_compatibility.Updatable | events.Updatable | ingest_checkpoints.Updatable | install_settings.Updatable | integration_configs.Updatable | investigations.Updatable | ioc_stats.Updatable | llm_cache.Updatable | llm_usage.Updatable | metrics_hourly.Updatable | organization.Updatable | parked_jobs.Updatable | password_credentials.Updatable | pending_reviews.Updatable | projection_checkpoints.Updatable | releases.Updatable | rule_stats.Updatable | sessions.Updatable | tenant_lifecycle_events.Updatable | tenant_secrets.Updatable | tenants.Updatable | triage_policies.Updatable | users.Updatable;
-    export type UniqueIndex = adapter_credentials.UniqueIndex | adapter_heartbeats.UniqueIndex | alert_groups.UniqueIndex | analyzer_stats.UniqueIndex | audit_current_tenant.UniqueIndex | audit_grants.UniqueIndex | audit_log.UniqueIndex | branding_configs.UniqueIndex | chart_compatibility.UniqueIndex | events.UniqueIndex | ingest_checkpoints.UniqueIndex | install_settings.UniqueIndex | integration_configs.UniqueIndex | investigations.UniqueIndex | ioc_stats.UniqueIndex | llm_cache.UniqueIndex | llm_usage.UniqueIndex | metrics_hourly.UniqueIndex | organization.UniqueIndex | parked_jobs.UniqueIndex | password_credentials.UniqueIndex | pending_reviews.UniqueIndex | projection_checkpoints.UniqueIndex | releases.UniqueIndex | rule_stats.UniqueIndex | sessions.UniqueIndex | tenant_lifecycle_events.UniqueIndex | tenant_secrets.UniqueIndex | tenants.UniqueIndex | triage_policies.UniqueIndex | users.UniqueIndex;
-    export type Column = adapter_credentials.Column | adapter_heartbeats.Column | alert_groups.Column | analyzer_stats.Column | audit_current_tenant.Column | audit_grants.Column | audit_log.Column | branding_configs.Column | chart_compatibility.Column | events.Column | ingest_checkpoints.Column | install_settings.Column | integration_configs.Column | investigations.Column | ioc_stats.Column | llm_cache.Column | llm_usage.Column | metrics_hourly.Column | organization.Column | parked_jobs.Column | password_credentials.Column | pending_reviews.Column | projection_checkpoints.Column | releases.Column | rule_stats.Column | sessions.Column | tenant_lifecycle_events.Column | tenant_secrets.Column | tenants.Column | triage_policies.Column | users.Column;
+    export type Table = adapter_credentials.Table | adapter_heartbeats.Table | alert_groups.Table | analyzer_stats.Table | audit_current_tenant.Table | audit_grants.Table | audit_log.Table | branding_configs.Table | chart_compatibility.Table | events.Table | ingest_checkpoints.Table | install_settings.Table | install_webhook_attempts.Table | install_webhooks.Table | integration_configs.Table | investigation_iocs.Table | investigations.Table | ioc_stats.Table | llm_cache.Table | llm_usage.Table | metrics_hourly.Table | organization.Table | parked_jobs.Table | password_credentials.Table | pending_reviews.Table | projection_checkpoints.Table | releases.Table | report_investigations.Table | report_reviews.Table | rule_stats.Table | sessions.Table | tenant_lifecycle_events.Table | tenant_secrets.Table | tenant_webhook_attempts.Table | tenant_webhooks.Table | tenants.Table | triage_policies.Table | users.Table | webhook_deliveries.Table;
+    export type Selectable = adapter_credentials.Selectable | adapter_heartbeats.Selectable | alert_groups.Selectable | analyzer_stats.Selectable | audit_current_tenant.Selectable | audit_grants.Selectable | audit_log.Selectable | branding_configs.Selectable | chart_compatibility.Selectable | events.Selectable | ingest_checkpoints.Selectable | install_settings.Selectable | install_webhook_attempts.Selectable | install_webhooks.Selectable | integration_configs.Selectable | investigation_iocs.Selectable | investigations.Selectable | ioc_stats.Selectable | llm_cache.Selectable | llm_usage.Selectable | metrics_hourly.Selectable | organization.Selectable | parked_jobs.Selectable | password_credentials.Selectable | pending_reviews.Selectable | projection_checkpoints.Selectable | releases.Selectable | report_investigations.Selectable | report_reviews.Selectable | rule_stats.Selectable | sessions.Selectable | tenant_lifecycle_events.Selectable | tenant_secrets.Selectable | tenant_webhook_attempts.Selectable | tenant_webhooks.Selectable | tenants.Selectable | triage_policies.Selectable | users.Selectable | webhook_deliveries.Selectable;
+    export type JSONSelectable = adapter_credentials.JSONSelectable | adapter_heartbeats.JSONSelectable | alert_groups.JSONSelectable | analyzer_stats.JSONSelectable | audit_current_tenant.JSONSelectable | audit_grants.JSONSelectable | audit_log.JSONSelectable | branding_configs.JSONSelectable | chart_compatibility.JSONSelectable | events.JSONSelectable | ingest_checkpoints.JSONSelectable | install_settings.JSONSelectable | install_webhook_attempts.JSONSelectable | install_webhooks.JSONSelectable | integration_configs.JSONSelectable | investigation_iocs.JSONSelectable | investigations.JSONSelectable | ioc_stats.JSONSelectable | llm_cache.JSONSelectable | llm_usage.JSONSelectable | metrics_hourly.JSONSelectable | organization.JSONSelectable | parked_jobs.JSONSelectable | password_credentials.JSONSelectable | pending_reviews.JSONSelectable | projection_checkpoints.JSONSelectable | releases.JSONSelectable | report_investigations.JSONSelectable | report_reviews.JSONSelectable | rule_stats.JSONSelectable | sessions.JSONSelectable | tenant_lifecycle_events.JSONSelectable | tenant_secrets.JSONSelectable | tenant_webhook_attempts.JSONSelectable | tenant_webhooks.JSONSelectable | tenants.JSONSelectable | triage_policies.JSONSelectable | users.JSONSelectable | webhook_deliveries.JSONSelectable;
+    export type Whereable = adapter_credentials.Whereable | adapter_heartbeats.Whereable | alert_groups.Whereable | analyzer_stats.Whereable | audit_current_tenant.Whereable | audit_grants.Whereable | audit_log.Whereable | branding_configs.Whereable | chart_compatibility.Whereable | events.Whereable | ingest_checkpoints.Whereable | install_settings.Whereable | install_webhook_attempts.Whereable | install_webhooks.Whereable | integration_configs.Whereable | investigation_iocs.Whereable | investigations.Whereable | ioc_stats.Whereable | llm_cache.Whereable | llm_usage.Whereable | metrics_hourly.Whereable | organization.Whereable | parked_jobs.Whereable | password_credentials.Whereable | pending_reviews.Whereable | projection_checkpoints.Whereable | releases.Whereable | report_investigations.Whereable | report_reviews.Whereable | rule_stats.Whereable | sessions.Whereable | tenant_lifecycle_events.Whereable | tenant_secrets.Whereable | tenant_webhook_attempts.Whereable | tenant_webhooks.Whereable | tenants.Whereable | triage_policies.Whereable | users.Whereable | webhook_deliveries.Whereable;
+    export type Insertable = adapter_credentials.Insertable | adapter_heartbeats.Insertable | alert_groups.Insertable | analyzer_stats.Insertable | audit_current_tenant.Insertable | audit_grants.Insertable | audit_log.Insertable | branding_configs.Insertable | chart_compatibility.Insertable | events.Insertable | ingest_checkpoints.Insertable | install_settings.Insertable | install_webhook_attempts.Insertable | install_webhooks.Insertable | integration_configs.Insertable | investigation_iocs.Insertable | investigations.Insertable | ioc_stats.Insertable | llm_cache.Insertable | llm_usage.Insertable | metrics_hourly.Insertable | organization.Insertable | parked_jobs.Insertable | password_credentials.Insertable | pending_reviews.Insertable | projection_checkpoints.Insertable | releases.Insertable | report_investigations.Insertable | report_reviews.Insertable | rule_stats.Insertable | sessions.Insertable | tenant_lifecycle_events.Insertable | tenant_secrets.Insertable | tenant_webhook_attempts.Insertable | tenant_webhooks.Insertable | tenants.Insertable | triage_policies.Insertable | users.Insertable | webhook_deliveries.Insertable;
+    export type Updatable = adapter_credentials.Updatable | adapter_heartbeats.Updatable | alert_groups.Updatable | analyzer_stats.Updatable | audit_current_tenant.Updatable | audit_grants.Updatable | audit_log.Updatable | branding_configs.Updatable | chart_compatibility.Updatable | events.Updatable | ingest_checkpoints.Updatable | install_settings.Updatable | install_webhook_attempts.Updatable | install_webhooks.Updatable | integration_configs.Updatable | investigation_iocs.Updatable | investigations.Updatable | ioc_stats.Updatable | llm_cache.Updatable | llm_usage.Updatable | metrics_hourly.Updatable | organization.Updatable | parked_jobs.Updatable | password_credentials.Updatable | pending_reviews.Updatable | projection_checkpoints.Updatable | releases.Updatable | report_investigations.Updatable | report_reviews.Updatable | rule_stats.Updatable | sessions.Updatable | tenant_lifecycle_events.Updatable | tenant_secrets.Updatable | tenant_webhook_attempts.Updatable | tenant_webhooks.Updatable | tenants.Updatable | triage_policies.Updatable | users.Updatable | webhook_deliveries.Updatable;
+    export type UniqueIndex = adapter_credentials.UniqueIndex | adapter_heartbeats.UniqueIndex | alert_groups.UniqueIndex | analyzer_stats.UniqueIndex | audit_current_tenant.UniqueIndex | audit_grants.UniqueIndex | audit_log.UniqueIndex | branding_configs.UniqueIndex | chart_compatibility.UniqueIndex | events.UniqueIndex | ingest_checkpoints.UniqueIndex | install_settings.UniqueIndex | install_webhook_attempts.UniqueIndex | install_webhooks.UniqueIndex | integration_configs.UniqueIndex | investigation_iocs.UniqueIndex | investigations.UniqueIndex | ioc_stats.UniqueIndex | llm_cache.UniqueIndex | llm_usage.UniqueIndex | metrics_hourly.UniqueIndex | organization.UniqueIndex | parked_jobs.UniqueIndex | password_credentials.UniqueIndex | pending_reviews.UniqueIndex | projection_checkpoints.UniqueIndex | releases.UniqueIndex | report_investigations.UniqueIndex | report_reviews.UniqueIndex | rule_stats.UniqueIndex | sessions.UniqueIndex | tenant_lifecycle_events.UniqueIndex | tenant_secrets.UniqueIndex | tenant_webhook_attempts.UniqueIndex | tenant_webhooks.UniqueIndex | tenants.UniqueIndex | triage_policies.UniqueIndex | users.UniqueIndex | webhook_deliveries.UniqueIndex;
+    export type Column = adapter_credentials.Column | adapter_heartbeats.Column | alert_groups.Column | analyzer_stats.Column | audit_current_tenant.Column | audit_grants.Column | audit_log.Column | branding_configs.Column | chart_compatibility.Column | events.Column | ingest_checkpoints.Column | install_settings.Column | install_webhook_attempts.Column | install_webhooks.Column | integration_configs.Column | investigation_iocs.Column | investigations.Column | ioc_stats.Column | llm_cache.Column | llm_usage.Column | metrics_hourly.Column | organization.Column | parked_jobs.Column | password_credentials.Column | pending_reviews.Column | projection_checkpoints.Column | releases.Column | report_investigations.Column | report_reviews.Column | rule_stats.Column | sessions.Column | tenant_lifecycle_events.Column | tenant_secrets.Column | tenant_webhook_attempts.Column | tenant_webhooks.Column | tenants.Column | triage_policies.Column | users.Column | webhook_deliveries.Column;
   
-    export type AllBaseTables = [adapter_credentials.Table, adapter_heartbeats.Table, alert_groups.Table, analyzer_stats.Table, audit_grants.Table, audit_log.Table, branding_configs.Table, chart_compatibility.Table, events.Table, ingest_checkpoints.Table, install_settings.Table, integration_configs.Table, investigations.Table, ioc_stats.Table, llm_cache.Table, llm_usage.Table, metrics_hourly.Table, organization.Table, parked_jobs.Table, password_credentials.Table, pending_reviews.Table, projection_checkpoints.Table, releases.Table, rule_stats.Table, sessions.Table, tenant_lifecycle_events.Table, tenant_secrets.Table, tenants.Table, triage_policies.Table, users.Table];
+    export type AllBaseTables = [adapter_credentials.Table, adapter_heartbeats.Table, alert_groups.Table, analyzer_stats.Table, audit_grants.Table, audit_log.Table, branding_configs.Table, chart_compatibility.Table, events.Table, ingest_checkpoints.Table, install_settings.Table, install_webhook_attempts.Table, install_webhooks.Table, integration_configs.Table, investigation_iocs.Table, investigations.Table, ioc_stats.Table, llm_cache.Table, llm_usage.Table, metrics_hourly.Table, organization.Table, parked_jobs.Table, password_credentials.Table, pending_reviews.Table, projection_checkpoints.Table, releases.Table, report_investigations.Table, report_reviews.Table, rule_stats.Table, sessions.Table, tenant_lifecycle_events.Table, tenant_secrets.Table, tenant_webhook_attempts.Table, tenant_webhooks.Table, tenants.Table, triage_policies.Table, users.Table, webhook_deliveries.Table];
     export type AllForeignTables = [];
     export type AllViews = [audit_current_tenant.Table];
     export type AllMaterializedViews = [];
-    export type AllTablesAndViews = [adapter_credentials.Table, adapter_heartbeats.Table, alert_groups.Table, analyzer_stats.Table, audit_current_tenant.Table, audit_grants.Table, audit_log.Table, branding_configs.Table, chart_compatibility.Table, events.Table, ingest_checkpoints.Table, install_settings.Table, integration_configs.Table, investigations.Table, ioc_stats.Table, llm_cache.Table, llm_usage.Table, metrics_hourly.Table, organization.Table, parked_jobs.Table, password_credentials.Table, pending_reviews.Table, projection_checkpoints.Table, releases.Table, rule_stats.Table, sessions.Table, tenant_lifecycle_events.Table, tenant_secrets.Table, tenants.Table, triage_policies.Table, users.Table];
+    export type AllTablesAndViews = [adapter_credentials.Table, adapter_heartbeats.Table, alert_groups.Table, analyzer_stats.Table, audit_current_tenant.Table, audit_grants.Table, audit_log.Table, branding_configs.Table, chart_compatibility.Table, events.Table, ingest_checkpoints.Table, install_settings.Table, install_webhook_attempts.Table, install_webhooks.Table, integration_configs.Table, investigation_iocs.Table, investigations.Table, ioc_stats.Table, llm_cache.Table, llm_usage.Table, metrics_hourly.Table, organization.Table, parked_jobs.Table, password_credentials.Table, pending_reviews.Table, projection_checkpoints.Table, releases.Table, report_investigations.Table, report_reviews.Table, rule_stats.Table, sessions.Table, tenant_lifecycle_events.Table, tenant_secrets.Table, tenant_webhook_attempts.Table, tenant_webhooks.Table, tenants.Table, triage_policies.Table, users.Table, webhook_deliveries.Table];
   }
 
 
@@ -8355,7 +11185,10 @@ declare module 'zapatos/schema' {
     "events": events.Selectable;
     "ingest_checkpoints": ingest_checkpoints.Selectable;
     "install_settings": install_settings.Selectable;
+    "install_webhook_attempts": install_webhook_attempts.Selectable;
+    "install_webhooks": install_webhooks.Selectable;
     "integration_configs": integration_configs.Selectable;
+    "investigation_iocs": investigation_iocs.Selectable;
     "investigations": investigations.Selectable;
     "ioc_stats": ioc_stats.Selectable;
     "llm_cache": llm_cache.Selectable;
@@ -8367,13 +11200,18 @@ declare module 'zapatos/schema' {
     "pending_reviews": pending_reviews.Selectable;
     "projection_checkpoints": projection_checkpoints.Selectable;
     "releases": releases.Selectable;
+    "report_investigations": report_investigations.Selectable;
+    "report_reviews": report_reviews.Selectable;
     "rule_stats": rule_stats.Selectable;
     "sessions": sessions.Selectable;
     "tenant_lifecycle_events": tenant_lifecycle_events.Selectable;
     "tenant_secrets": tenant_secrets.Selectable;
+    "tenant_webhook_attempts": tenant_webhook_attempts.Selectable;
+    "tenant_webhooks": tenant_webhooks.Selectable;
     "tenants": tenants.Selectable;
     "triage_policies": triage_policies.Selectable;
     "users": users.Selectable;
+    "webhook_deliveries": webhook_deliveries.Selectable;
   }[T];
 
   export type JSONSelectableForTable<T extends Table> = {
@@ -8389,7 +11227,10 @@ declare module 'zapatos/schema' {
     "events": events.JSONSelectable;
     "ingest_checkpoints": ingest_checkpoints.JSONSelectable;
     "install_settings": install_settings.JSONSelectable;
+    "install_webhook_attempts": install_webhook_attempts.JSONSelectable;
+    "install_webhooks": install_webhooks.JSONSelectable;
     "integration_configs": integration_configs.JSONSelectable;
+    "investigation_iocs": investigation_iocs.JSONSelectable;
     "investigations": investigations.JSONSelectable;
     "ioc_stats": ioc_stats.JSONSelectable;
     "llm_cache": llm_cache.JSONSelectable;
@@ -8401,13 +11242,18 @@ declare module 'zapatos/schema' {
     "pending_reviews": pending_reviews.JSONSelectable;
     "projection_checkpoints": projection_checkpoints.JSONSelectable;
     "releases": releases.JSONSelectable;
+    "report_investigations": report_investigations.JSONSelectable;
+    "report_reviews": report_reviews.JSONSelectable;
     "rule_stats": rule_stats.JSONSelectable;
     "sessions": sessions.JSONSelectable;
     "tenant_lifecycle_events": tenant_lifecycle_events.JSONSelectable;
     "tenant_secrets": tenant_secrets.JSONSelectable;
+    "tenant_webhook_attempts": tenant_webhook_attempts.JSONSelectable;
+    "tenant_webhooks": tenant_webhooks.JSONSelectable;
     "tenants": tenants.JSONSelectable;
     "triage_policies": triage_policies.JSONSelectable;
     "users": users.JSONSelectable;
+    "webhook_deliveries": webhook_deliveries.JSONSelectable;
   }[T];
 
   export type WhereableForTable<T extends Table> = {
@@ -8423,7 +11269,10 @@ declare module 'zapatos/schema' {
     "events": events.Whereable;
     "ingest_checkpoints": ingest_checkpoints.Whereable;
     "install_settings": install_settings.Whereable;
+    "install_webhook_attempts": install_webhook_attempts.Whereable;
+    "install_webhooks": install_webhooks.Whereable;
     "integration_configs": integration_configs.Whereable;
+    "investigation_iocs": investigation_iocs.Whereable;
     "investigations": investigations.Whereable;
     "ioc_stats": ioc_stats.Whereable;
     "llm_cache": llm_cache.Whereable;
@@ -8435,13 +11284,18 @@ declare module 'zapatos/schema' {
     "pending_reviews": pending_reviews.Whereable;
     "projection_checkpoints": projection_checkpoints.Whereable;
     "releases": releases.Whereable;
+    "report_investigations": report_investigations.Whereable;
+    "report_reviews": report_reviews.Whereable;
     "rule_stats": rule_stats.Whereable;
     "sessions": sessions.Whereable;
     "tenant_lifecycle_events": tenant_lifecycle_events.Whereable;
     "tenant_secrets": tenant_secrets.Whereable;
+    "tenant_webhook_attempts": tenant_webhook_attempts.Whereable;
+    "tenant_webhooks": tenant_webhooks.Whereable;
     "tenants": tenants.Whereable;
     "triage_policies": triage_policies.Whereable;
     "users": users.Whereable;
+    "webhook_deliveries": webhook_deliveries.Whereable;
   }[T];
 
   export type InsertableForTable<T extends Table> = {
@@ -8457,7 +11311,10 @@ declare module 'zapatos/schema' {
     "events": events.Insertable;
     "ingest_checkpoints": ingest_checkpoints.Insertable;
     "install_settings": install_settings.Insertable;
+    "install_webhook_attempts": install_webhook_attempts.Insertable;
+    "install_webhooks": install_webhooks.Insertable;
     "integration_configs": integration_configs.Insertable;
+    "investigation_iocs": investigation_iocs.Insertable;
     "investigations": investigations.Insertable;
     "ioc_stats": ioc_stats.Insertable;
     "llm_cache": llm_cache.Insertable;
@@ -8469,13 +11326,18 @@ declare module 'zapatos/schema' {
     "pending_reviews": pending_reviews.Insertable;
     "projection_checkpoints": projection_checkpoints.Insertable;
     "releases": releases.Insertable;
+    "report_investigations": report_investigations.Insertable;
+    "report_reviews": report_reviews.Insertable;
     "rule_stats": rule_stats.Insertable;
     "sessions": sessions.Insertable;
     "tenant_lifecycle_events": tenant_lifecycle_events.Insertable;
     "tenant_secrets": tenant_secrets.Insertable;
+    "tenant_webhook_attempts": tenant_webhook_attempts.Insertable;
+    "tenant_webhooks": tenant_webhooks.Insertable;
     "tenants": tenants.Insertable;
     "triage_policies": triage_policies.Insertable;
     "users": users.Insertable;
+    "webhook_deliveries": webhook_deliveries.Insertable;
   }[T];
 
   export type UpdatableForTable<T extends Table> = {
@@ -8491,7 +11353,10 @@ declare module 'zapatos/schema' {
     "events": events.Updatable;
     "ingest_checkpoints": ingest_checkpoints.Updatable;
     "install_settings": install_settings.Updatable;
+    "install_webhook_attempts": install_webhook_attempts.Updatable;
+    "install_webhooks": install_webhooks.Updatable;
     "integration_configs": integration_configs.Updatable;
+    "investigation_iocs": investigation_iocs.Updatable;
     "investigations": investigations.Updatable;
     "ioc_stats": ioc_stats.Updatable;
     "llm_cache": llm_cache.Updatable;
@@ -8503,13 +11368,18 @@ declare module 'zapatos/schema' {
     "pending_reviews": pending_reviews.Updatable;
     "projection_checkpoints": projection_checkpoints.Updatable;
     "releases": releases.Updatable;
+    "report_investigations": report_investigations.Updatable;
+    "report_reviews": report_reviews.Updatable;
     "rule_stats": rule_stats.Updatable;
     "sessions": sessions.Updatable;
     "tenant_lifecycle_events": tenant_lifecycle_events.Updatable;
     "tenant_secrets": tenant_secrets.Updatable;
+    "tenant_webhook_attempts": tenant_webhook_attempts.Updatable;
+    "tenant_webhooks": tenant_webhooks.Updatable;
     "tenants": tenants.Updatable;
     "triage_policies": triage_policies.Updatable;
     "users": users.Updatable;
+    "webhook_deliveries": webhook_deliveries.Updatable;
   }[T];
 
   export type UniqueIndexForTable<T extends Table> = {
@@ -8525,7 +11395,10 @@ declare module 'zapatos/schema' {
     "events": events.UniqueIndex;
     "ingest_checkpoints": ingest_checkpoints.UniqueIndex;
     "install_settings": install_settings.UniqueIndex;
+    "install_webhook_attempts": install_webhook_attempts.UniqueIndex;
+    "install_webhooks": install_webhooks.UniqueIndex;
     "integration_configs": integration_configs.UniqueIndex;
+    "investigation_iocs": investigation_iocs.UniqueIndex;
     "investigations": investigations.UniqueIndex;
     "ioc_stats": ioc_stats.UniqueIndex;
     "llm_cache": llm_cache.UniqueIndex;
@@ -8537,13 +11410,18 @@ declare module 'zapatos/schema' {
     "pending_reviews": pending_reviews.UniqueIndex;
     "projection_checkpoints": projection_checkpoints.UniqueIndex;
     "releases": releases.UniqueIndex;
+    "report_investigations": report_investigations.UniqueIndex;
+    "report_reviews": report_reviews.UniqueIndex;
     "rule_stats": rule_stats.UniqueIndex;
     "sessions": sessions.UniqueIndex;
     "tenant_lifecycle_events": tenant_lifecycle_events.UniqueIndex;
     "tenant_secrets": tenant_secrets.UniqueIndex;
+    "tenant_webhook_attempts": tenant_webhook_attempts.UniqueIndex;
+    "tenant_webhooks": tenant_webhooks.UniqueIndex;
     "tenants": tenants.UniqueIndex;
     "triage_policies": triage_policies.UniqueIndex;
     "users": users.UniqueIndex;
+    "webhook_deliveries": webhook_deliveries.UniqueIndex;
   }[T];
 
   export type ColumnForTable<T extends Table> = {
@@ -8559,7 +11437,10 @@ declare module 'zapatos/schema' {
     "events": events.Column;
     "ingest_checkpoints": ingest_checkpoints.Column;
     "install_settings": install_settings.Column;
+    "install_webhook_attempts": install_webhook_attempts.Column;
+    "install_webhooks": install_webhooks.Column;
     "integration_configs": integration_configs.Column;
+    "investigation_iocs": investigation_iocs.Column;
     "investigations": investigations.Column;
     "ioc_stats": ioc_stats.Column;
     "llm_cache": llm_cache.Column;
@@ -8571,13 +11452,18 @@ declare module 'zapatos/schema' {
     "pending_reviews": pending_reviews.Column;
     "projection_checkpoints": projection_checkpoints.Column;
     "releases": releases.Column;
+    "report_investigations": report_investigations.Column;
+    "report_reviews": report_reviews.Column;
     "rule_stats": rule_stats.Column;
     "sessions": sessions.Column;
     "tenant_lifecycle_events": tenant_lifecycle_events.Column;
     "tenant_secrets": tenant_secrets.Column;
+    "tenant_webhook_attempts": tenant_webhook_attempts.Column;
+    "tenant_webhooks": tenant_webhooks.Column;
     "tenants": tenants.Column;
     "triage_policies": triage_policies.Column;
     "users": users.Column;
+    "webhook_deliveries": webhook_deliveries.Column;
   }[T];
 
   export type SQLForTable<T extends Table> = {
@@ -8593,7 +11479,10 @@ declare module 'zapatos/schema' {
     "events": events.SQL;
     "ingest_checkpoints": ingest_checkpoints.SQL;
     "install_settings": install_settings.SQL;
+    "install_webhook_attempts": install_webhook_attempts.SQL;
+    "install_webhooks": install_webhooks.SQL;
     "integration_configs": integration_configs.SQL;
+    "investigation_iocs": investigation_iocs.SQL;
     "investigations": investigations.SQL;
     "ioc_stats": ioc_stats.SQL;
     "llm_cache": llm_cache.SQL;
@@ -8605,13 +11494,18 @@ declare module 'zapatos/schema' {
     "pending_reviews": pending_reviews.SQL;
     "projection_checkpoints": projection_checkpoints.SQL;
     "releases": releases.SQL;
+    "report_investigations": report_investigations.SQL;
+    "report_reviews": report_reviews.SQL;
     "rule_stats": rule_stats.SQL;
     "sessions": sessions.SQL;
     "tenant_lifecycle_events": tenant_lifecycle_events.SQL;
     "tenant_secrets": tenant_secrets.SQL;
+    "tenant_webhook_attempts": tenant_webhook_attempts.SQL;
+    "tenant_webhooks": tenant_webhooks.SQL;
     "tenants": tenants.SQL;
     "triage_policies": triage_policies.SQL;
     "users": users.SQL;
+    "webhook_deliveries": webhook_deliveries.SQL;
   }[T];
 
 }

@@ -6,7 +6,8 @@ import type { Narrowed } from '../../db/rows.ts';
 // Decoded: timestamps are Dates, written as the contract's text by the HTTP layer.
 export type OverviewBody = StaticDecode<typeof Overview>;
 export type IncidentBody = StaticDecode<typeof Incident>;
-export type ReportBody = StaticDecode<typeof Report>;
+// The report figures per period come from the reports domain (src/domains/reports/).
+export type ReportBody = Omit<StaticDecode<typeof Report>, 'period' | 'figures'>;
 export type IncidentFilters = Pick<Static<typeof IncidentsQuery>, 'status' | 'severity'>;
 
 type OpenStatus = keyof OverviewBody['open_investigations']['by_status'];

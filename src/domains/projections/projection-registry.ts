@@ -1,8 +1,11 @@
 import { analyzerStats } from './analyzer-stats-projection.ts';
+import { investigationIocs } from './investigation-iocs-projection.ts';
 import { investigations } from './investigations-projection.ts';
 import { iocStats } from './ioc-stats-projection.ts';
 import { metricsHourly } from './metrics-hourly-projection.ts';
 import type { ProjectionModule } from './projection-types.ts';
+import { reportInvestigations } from './report-investigations-projection.ts';
+import { reportReviews } from './report-reviews-projection.ts';
 import { ruleStats } from './rule-stats-projection.ts';
 
 /**
@@ -12,7 +15,16 @@ import { ruleStats } from './rule-stats-projection.ts';
  * test/projections/registry.test.ts fails on a projection table with no line). Writes run in
  * this order within a batch's transaction.
  */
-export const PROJECTIONS = [investigations, metricsHourly, ruleStats, iocStats, analyzerStats];
+export const PROJECTIONS = [
+  investigations,
+  investigationIocs,
+  metricsHourly,
+  ruleStats,
+  iocStats,
+  analyzerStats,
+  reportInvestigations,
+  reportReviews,
+];
 
 type Registered = (typeof PROJECTIONS)[number];
 export type Projection = Registered['name'];

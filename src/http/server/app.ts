@@ -11,8 +11,11 @@ import type { AuditService } from '../../domains/audit/audit-service.ts';
 import type { BrandingService } from '../../domains/branding/branding-service.ts';
 import type { EnrollmentService } from '../../domains/enrollment/enrollment-service.ts';
 import type { IngestService } from '../../domains/ingest/ingest-service.ts';
+import type { DeskService } from '../../domains/investigations/desk-service.ts';
 import type { InvestigationService } from '../../domains/investigations/investigation-service.ts';
 import type { LlmService } from '../../domains/llm/llm-service.ts';
+import type { NotificationService } from '../../domains/notifications/notification-service.ts';
+import type { ReportService } from '../../domains/reports/report-service.ts';
 import type { AuthService } from '../../domains/sessions/session-service.ts';
 import type { SettingsService } from '../../domains/settings/settings-service.ts';
 import type { TenantConfigService } from '../../domains/tenants/tenant-config-service.ts';
@@ -40,7 +43,10 @@ import { brandingRoutes } from '../mssp/branding.ts';
 import { configRoutes } from '../mssp/config.ts';
 import { crossTenantRoutes } from '../mssp/cross-tenant.ts';
 import { enrollmentRoutes } from '../mssp/enrollment.ts';
+import { incidentRoutes } from '../mssp/incidents.ts';
 import { llmRoutes } from '../mssp/llm.ts';
+import { notificationRoutes } from '../mssp/notifications.ts';
+import { reportRoutes } from '../mssp/reports.ts';
 import { msspRoutes } from '../mssp/routes.ts';
 import { settingsRoutes } from '../mssp/settings.ts';
 import { triageRoutes } from '../mssp/triage.ts';
@@ -73,11 +79,15 @@ export interface ApiServices {
   ingest: IngestService;
   triage: TriageService;
   crossTenant: CrossTenantTriageService;
+  /** The analyst's desk on one incident, and the customer's detail (docs/investigations.md). */
+  desk: DeskService;
   investigations: InvestigationService;
   branding: BrandingService;
   llm: LlmService;
   tenantConfig: TenantConfigService;
   enrollment: EnrollmentService;
+  notifications: NotificationService;
+  reports: ReportService;
 }
 
 /** What the API needs beyond health: present in `svc serve`, absent in bare HTTP tests. */
@@ -363,7 +373,10 @@ function mountApi(
   app.route('/', settingsRoutes(services.settings));
   app.route('/', triageRoutes(services.triage));
   app.route('/', crossTenantRoutes(services.crossTenant));
+  app.route('/', incidentRoutes(services.desk));
+  app.route('/', reportRoutes(services.reports));
   app.route('/', llmRoutes(services.llm));
+  app.route('/', notificationRoutes(services.notifications));
   app.route('/', brandingRoutes(services.branding));
   app.route('/', configRoutes(services.tenantConfig));
   app.route('/', enrollmentRoutes(services.enrollment));

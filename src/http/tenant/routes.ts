@@ -2,7 +2,9 @@ import { type Context, Hono, type MiddlewareHandler } from 'hono';
 import { tenantContract } from '../../../contracts/tenant.ts';
 import type { AuditService } from '../../domains/audit/audit-service.ts';
 import type { BrandingService } from '../../domains/branding/branding-service.ts';
+import type { DeskService } from '../../domains/investigations/desk-service.ts';
 import type { InvestigationService } from '../../domains/investigations/investigation-service.ts';
+import type { ReportService } from '../../domains/reports/report-service.ts';
 import { implement } from '../contract.ts';
 import { DEFAULT_LIMIT, decodeCursor, nextCursor } from '../cursor.ts';
 import { type StreamDeps, streamTenantEvents } from '../event-stream.ts';
@@ -31,12 +33,22 @@ function callerTenant(c: Context): string {
 /** `/api/tenant/*` (spec §4.3): customer_viewer, tenant from the identity, read-only. */
 export interface TenantRoutesDeps {
   investigations: InvestigationService;
+  /** The incident detail and its alerts (docs/investigations.md "What the customer sees"). */
+  desk: DeskService;
   audit: AuditService;
   branding: BrandingService;
+  reports: ReportService;
   streams: StreamDeps;
 }
 
-export function tenantRoutes({ investigations, audit, branding, streams }: TenantRoutesDeps): Hono {
+export function tenantRoutes({
+  investigations,
+  desk,
+  audit,
+  branding,
+  reports,
+  streams,
+}: TenantRoutesDeps): Hono {
   const app = new Hono();
 
   implement(
@@ -64,12 +76,43 @@ export function tenantRoutes({ investigations, audit, branding, streams }: Tenan
 
   implement(
     app,
+    tenantContract.incident,
+    guards,
+  )(async (c, { params }) => ({
+    status: 200,
+    body: await desk.customerDetail(callerTenant(c), params.id),
+  }));
+
+  implement(
+    app,
+    tenantContract.incidentAlerts,
+    guards,
+  )(async (c, { params, query }) => {
+    const after = decodeCursor('incident-alerts', query.cursor);
+    const page = { after, limit: query.limit ?? DEFAULT_LIMIT };
+    const result = await desk.alerts(callerTenant(c), params.id, page);
+    return {
+      status: 200,
+      body: { items: result.rows, next_cursor: nextCursor('incident-alerts', result.next) },
+    };
+  });
+
+  implement(
+    app,
     tenantContract.reports,
     guards,
-  )(async (c, { query }) => ({
-    status: 200,
-    body: await investigations.report(callerTenant(c), query.days),
-  }));
+  )(async (c, { query }) => {
+    const tenantId = callerTenant(c);
+    const report = await investigations.report(tenantId, query.days);
+    // The same figures as the mssp_admin's cross-tenant report, over the report's own days.
+    const period = query.period ?? 'day';
+    const figures = await reports.tenantFigures(tenantId, {
+      period,
+      from: report.from,
+      to: report.to,
+    });
+    return { status: 200, body: { ...report, period, figures } };
+  });
 
   implement(
     app,

@@ -365,6 +365,8 @@ test('issue 14 Customer portal pages: reports over a chosen period, with top rul
       /^12$/,
       '7 today + 5 three days ago',
     );
+    // docs/reports.md "The portal page": the response figures, one row per day of the window.
+    assert.equal(await bodyRows(w.page, 'Response per day').count(), 7);
     await w.page.getByLabel('Period', { exact: true }).selectOption('30');
     await w.page.waitForURL((u) => u.searchParams.get('days') === '30');
     await w.page
@@ -372,6 +374,8 @@ test('issue 14 Customer portal pages: reports over a chosen period, with top rul
       .first()
       .waitFor();
     assert.match(await text(totals.locator('.stat-value').first()), /^23$/);
+    const weeks = await bodyRows(w.page, 'Response per week').count();
+    assert.ok(weeks === 5 || weeks === 6, `30 days span 5 or 6 weeks from Monday (${weeks})`);
     const rules = bodyRows(w.page, 'Top rules');
     assert.deepEqual(await rules.locator('td:first-child').allInnerTexts(), ['5710', '100002']);
     const iocs = bodyRows(w.page, 'Top indicators');

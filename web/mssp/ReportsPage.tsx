@@ -6,6 +6,7 @@ import type { ReportPeriod, TenantReportRow } from '../../contracts/mssp/reports
 import { ok, svc } from '../shared/api.ts';
 import { Chart } from '../shared/Chart.tsx';
 import { LoadMore } from '../shared/LoadMore.tsx';
+import { duration, share } from '../shared/report-format.ts';
 import { ScrollTable } from '../shared/ScrollTable.tsx';
 import { Empty, ErrorState, Loading } from '../shared/states.tsx';
 import { msspKeys } from './query-keys.ts';
@@ -30,19 +31,6 @@ interface Query {
   from?: string;
   to?: string;
   tenant_id?: string;
-}
-
-/** Seconds as a reader says them: "45 s", "12 min", "3 h 05 min"; a dash for none. */
-export function duration(seconds: number | null): string {
-  if (seconds === null) return '–';
-  if (seconds < 60) return `${Math.round(seconds)} s`;
-  const minutes = Math.round(seconds / 60);
-  if (minutes < 60) return `${minutes} min`;
-  return `${Math.floor(minutes / 60)} h ${String(minutes % 60).padStart(2, '0')} min`;
-}
-
-function share(value: number | null): string {
-  return value === null ? '–' : `${Math.round(value * 100)} %`;
 }
 
 function usd(value: number): string {

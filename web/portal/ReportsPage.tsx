@@ -2,6 +2,7 @@ import { useQuery } from '@tanstack/react-query';
 import { useId } from 'react';
 import { useSearchParams } from 'react-router-dom';
 import { OWN_TENANT_EVENTS, useTenantEvents } from '../shared/events.ts';
+import { duration, share } from '../shared/report-format.ts';
 import { ScrollTable } from '../shared/ScrollTable.tsx';
 import { Empty, QueryView } from '../shared/states.tsx';
 import { REPORTS_KEY, reportsQuery } from './queries.ts';
@@ -65,6 +66,35 @@ function Report({ data }: { data: ReportData }) {
         </li>
       </ul>
       <ReportCharts report={data} />
+      <h2>Response</h2>
+      <ScrollTable label={`Response per ${data.period}`}>
+        <thead>
+          <tr>
+            <th scope="col">
+              {data.period === 'day' ? 'Day' : data.period === 'week' ? 'Week from' : 'Month from'}
+            </th>
+            <th scope="col">Incidents opened</th>
+            <th scope="col">Closed</th>
+            <th scope="col">Resolved</th>
+            <th scope="col">Closed automatically</th>
+            <th scope="col">Mean time to acknowledge</th>
+            <th scope="col">Mean time to resolve</th>
+          </tr>
+        </thead>
+        <tbody>
+          {data.figures.map((f) => (
+            <tr key={f.period_start}>
+              <td>{dayLabel(f.from)}</td>
+              <td>{f.incidents_opened}</td>
+              <td>{f.incidents_closed}</td>
+              <td>{f.incidents_resolved}</td>
+              <td>{share(f.auto_closed_share)}</td>
+              <td>{duration(f.mean_time_to_acknowledge_seconds)}</td>
+              <td>{duration(f.mean_time_to_resolve_seconds)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </ScrollTable>
       <h2>Top rules</h2>
       {data.top_rules.length === 0 ? (
         <Empty title="No rule has fired yet." />

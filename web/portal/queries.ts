@@ -30,7 +30,8 @@ export const PAGE_SIZE = 50;
 export function reportsQuery(days: number) {
   return {
     queryKey: [...REPORTS_KEY, days],
-    queryFn: () => ok(svc.tenant.reports({ query: { days } })),
+    // The figures per day for short windows, per week (from Monday) for longer ones.
+    queryFn: () => ok(svc.tenant.reports({ query: { days, period: days > 14 ? 'week' : 'day' } })),
   };
 }
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { type SvcClient, tenantContract } from '../../contracts/index.ts';
 import { client, problemCode, seedUser, startTestApi, type TestApi } from '../support/api.ts';
@@ -47,7 +48,16 @@ const ENDPOINTS = Object.keys(tenantContract) as (keyof typeof tenantContract)[]
 async function everyEndpoint(svc: SvcClient): Promise<string[]> {
   const lines: string[] = [];
   for (const name of ENDPOINTS) {
-    const res = await svc.tenant[name]();
+    // A route naming a resource gets a made-up id: who may call is decided before any lookup.
+    const names = [...tenantContract[name].path.matchAll(/\{(\w+)\}/g)].map((m) => m[1] ?? '');
+    const call = svc.tenant[name] as unknown as (input?: {
+      params: Record<string, string>;
+    }) => Promise<{ status: number; body: unknown }>;
+    const res = await call(
+      names.length > 0
+        ? { params: Object.fromEntries(names.map((n) => [n, randomUUID()])) }
+        : undefined,
+    );
     lines.push(`${name} ${res.status} ${problemCode(res)}`);
   }
   return lines;

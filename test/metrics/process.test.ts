@@ -129,6 +129,8 @@ test('issue 15 metrics: `svc serve` serves /metrics on SVC_METRICS_PORT (its req
   assert.equal(first.named('svc_tenants').length, 6);
   assert.equal(first.named('svc_sessions_live').length, 1);
 
+  // The metrics listener may open before the API's: ask the API once it says it listens.
+  await logged(child, 'svc listening');
   assert.equal((await fetch(`http://127.0.0.1:${apiPort}/healthz`)).status, 200);
   assert.equal((await fetch(`http://127.0.0.1:${apiPort}/metrics`)).status, 404);
   const second = await scrapeWhenUp(metricsPort, child);

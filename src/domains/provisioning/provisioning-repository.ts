@@ -352,6 +352,10 @@ export const PURGE_ORDER: readonly string[] = [
   'llm_usage',
   'triage_policies',
   'parked_jobs',
+  // A tenant's webhooks (docs/notifications.md): the attempt log refers to its webhook.
+  'tenant_webhook_attempts',
+  'webhook_deliveries',
+  'tenant_webhooks',
 ];
 
 /** The soft-deleted tenant, row-locked for its purge; undefined when it is not (or no more). */

@@ -90,13 +90,20 @@ async function logged(svc: Svc, message: string): Promise<void> {
   }
 }
 
-async function scrapeWhenUp(port: number, { child }: Svc): Promise<Scrape> {
+async function scrapeWhenUp(
+  port: number,
+  { child }: Svc,
+  ready: (scrape: Scrape) => boolean = () => true,
+): Promise<Scrape> {
   const deadline = Date.now() + 60_000;
   for (;;) {
     assert.equal(child.exitCode, null, 'the process exited before serving /metrics');
     const res = await fetch(`http://127.0.0.1:${port}/metrics`).catch(() => undefined);
-    if (res?.status === 200) return parseExposition(await res.text());
-    assert.ok(Date.now() < deadline, 'no /metrics within 60 s');
+    if (res?.status === 200) {
+      const scrape = parseExposition(await res.text());
+      if (ready(scrape)) return scrape;
+    }
+    assert.ok(Date.now() < deadline, 'no /metrics (as awaited) within 60 s');
     await sleep(250);
   }
 }
@@ -123,7 +130,13 @@ test('issue 15 metrics: `svc serve` serves /metrics on SVC_METRICS_PORT (its req
     SVC_WORKER: 'off',
   });
   t.after(() => stop(child));
-  const first = await scrapeWhenUp(metricsPort, child);
+  // The install gauges are read from the database after the listener opens: awaited, not
+  // assumed on the first scrape.
+  const first = await scrapeWhenUp(
+    metricsPort,
+    child,
+    (s) => s.named('svc_tenants').length > 0 && s.named('svc_sessions_live').length > 0,
+  );
   assert.equal(first.types.get('svc_process_cpu_user_seconds_total'), 'counter');
   assert.equal(first.types.get('svc_nodejs_eventloop_lag_seconds'), 'gauge');
   assert.equal(first.named('svc_tenants').length, 6);

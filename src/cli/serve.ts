@@ -1,3 +1,4 @@
+import type { Server } from 'node:http';
 import { serve as listen } from '@hono/node-server';
 import {
   composeApi,
@@ -10,6 +11,7 @@ import { generatePassword } from '../auth/passwords.ts';
 import type { Config } from '../config/index.ts';
 import type { UserService } from '../domains/users/user-service.ts';
 import { deferContinue } from '../http/body-limit.ts';
+import { gracefulClose } from '../http/graceful-close.ts';
 import type { Logger } from '../log/index.ts';
 import { listenMetrics, type MetricsListener } from '../metrics/server.ts';
 import { stopSignal } from './stop-signal.ts';
@@ -98,12 +100,13 @@ async function listenUntilSignal(
       );
     }),
   );
+  const closing = gracefulClose(server as Server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     void stopRequested.then((signal) => {
       logger.info({ signal }, 'shutting down');
       // A signal that came during startup may arrive before the port is bound.
-      const close = () => server.close(() => resolve());
+      const close = () => void closing.close().then(resolve);
       if (server.listening) close();
       else server.once('listening', close);
     });

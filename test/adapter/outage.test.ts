@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { startAdapter } from '../support/adapter-process.ts';
+import { type AdapterProcess, startAdapter } from '../support/adapter-process.ts';
 import { startTestApi, type TestApi } from '../support/api.ts';
 import { createTestDatabase, type TestDatabase } from '../support/database.ts';
 import { type IndexerStandIn, startIndexerStandIn } from '../support/indexer-stand-in.ts';
@@ -13,7 +13,9 @@ import {
   eventually,
   INDEXER_PASSWORD,
   INDEXER_USER,
+  lockWaits,
   storedSourceIds,
+  within,
 } from './support.ts';
 
 // The stand-in indexer stays here: the last test needs 503s on demand (failNext), a fault the
@@ -38,6 +40,16 @@ async function freshIndexer(): Promise<IndexerStandIn> {
   return indexer;
 }
 
+/** What svc's database and the adapter were doing, for a step that did not finish. */
+function explain(adapter: AdapterProcess): () => Promise<string> {
+  return async () =>
+    `${await lockWaits(db)}\nadapter's last lines:\n${adapter
+      .logs()
+      .slice(-15)
+      .map((l) => JSON.stringify(l))
+      .join('\n')}`;
+}
+
 function exactlyOnce(ids: Map<string, number>, expected: { id: string }[]): void {
   assert.deepEqual([...ids.keys()].sort(), expected.map((a) => a.id).sort(), 'no alert lost');
   assert.ok(
@@ -59,13 +71,16 @@ test('§6.2 svc down for a while: the adapter backs off, retries and catches up 
       () => alertEventCount(db, tenant.tenantId),
       (n) => n === before.length,
     );
-    await api.close();
+    // Bounded, with what was going on: a stop or start that hangs fails here, not at the suite's
+    // 15-minute timeout with nothing to read.
+    const stopping = api;
     api = undefined;
+    await within('stopping svc', 30_000, stopping.close(), explain(adapter));
     const during = wazuhAlerts(900, before.length);
     indexer.append(...during);
     await adapter.waitForLog((l) => l.msg === 'cannot post alerts to svc');
     await sleep(1_500);
-    api = await startTestApi(db, { port });
+    api = await within('starting svc again', 30_000, startTestApi(db, { port }), explain(adapter));
     const ids = await eventually(
       () => storedSourceIds(db, tenant.tenantId),
       (m) => m.size === before.length + during.length,

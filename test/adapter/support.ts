@@ -88,21 +88,57 @@ export async function alertEventCount(db: TestDatabase, tenantId: string): Promi
   return Number(rows[0]?.n ?? 0);
 }
 
-/** Polls until `check` holds; throws with the last value after `timeoutMs`. */
+/**
+ * Polls until `check` holds; throws with the last value after `timeoutMs`. A read that does not
+ * answer by the deadline fails the wait too (a read blocked on a lock would otherwise outlive it).
+ */
 export async function eventually<T>(
   read: () => Promise<T>,
   check: (value: T) => boolean,
   timeoutMs = 45_000,
 ): Promise<T> {
   const deadline = Date.now() + timeoutMs;
-  let value = await read();
+  const bounded = () => within('a read', Math.max(deadline - Date.now(), 0) + 5_000, read());
+  let value = await bounded();
   while (!check(value)) {
     if (Date.now() > deadline)
       throw new Error(`condition not met; last value: ${JSON.stringify(value)}`);
     await sleep(100);
-    value = await read();
+    value = await bounded();
   }
   return value;
+}
+
+/**
+ * `work`, or an error naming `what` once `ms` pass without an answer; `explain` adds what the
+ * parts were doing then (the error is the only trace a CI run keeps).
+ */
+export async function within<T>(
+  what: string,
+  ms: number,
+  work: Promise<T>,
+  explain?: () => Promise<string>,
+): Promise<T> {
+  const timer = new AbortController();
+  const late = sleep(ms, undefined, { signal: timer.signal }).then(async () => {
+    const detail = explain ? await explain().catch((error) => `(explain failed: ${error})`) : '';
+    throw new Error(`${what} did not finish within ${ms} ms${detail ? `\n${detail}` : ''}`);
+  });
+  late.catch(() => undefined);
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    timer.abort();
+  }
+}
+
+/** Lock waits in the test database: what a blocked read or write waits for, and on whom. */
+export async function lockWaits(db: TestDatabase): Promise<string> {
+  const { rows } = await db.pools.admin.query(
+    `SELECT pid, locktype, mode, relation::regclass::text AS relation, pg_blocking_pids(pid) AS blocked_by
+       FROM pg_locks WHERE NOT granted`,
+  );
+  return `lock waits: ${JSON.stringify(rows)}`;
 }
 
 /** One file's rig: a test database, the real app, a stand-in indexer and one adapter tenant. */

@@ -1,4 +1,5 @@
 import { mkdtemp, rm } from 'node:fs/promises';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -23,6 +24,7 @@ import type { EventHub } from '../../src/domains/events/index.ts';
 import type { CredentialWatch } from '../../src/domains/sessions/credential-watch.ts';
 import { setPassword } from '../../src/domains/users/user-repository.ts';
 import { deferContinue } from '../../src/http/body-limit.ts';
+import { gracefulClose } from '../../src/http/graceful-close.ts';
 import { createLogger, type Logger } from '../../src/log/index.ts';
 import type { MetricsRegistry } from '../../src/metrics/registry.ts';
 import type { OutboundPolicy } from '../../src/net/outbound-url.ts';
@@ -171,6 +173,7 @@ export async function startTestApi(
   const server = deferContinue(
     serve({ fetch: api.app.fetch, hostname: '127.0.0.1', port: options.port ?? 0 }),
   );
+  const closing = gracefulClose(server as Server);
   await new Promise((resolve) => server.once('listening', resolve));
   const { port } = server.address() as AddressInfo;
   const url = `http://127.0.0.1:${port}`;
@@ -189,7 +192,7 @@ export async function startTestApi(
       await workers?.stop();
       await projector?.stop();
       await orchestration?.stop();
-      await new Promise((resolve) => server.close(resolve));
+      await closing.close();
       await api.close();
       await core.close();
       await rm(keyDir, { recursive: true, force: true });

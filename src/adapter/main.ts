@@ -1,8 +1,8 @@
 import pkg from '../../package.json' with { type: 'json' };
 import { ConfigError } from '../config/env.ts';
+import { startHealthServer } from '../http/health-server.ts';
 import type { Logger } from '../log/index.ts';
 import { createAdapterMetrics } from './adapter-metrics.ts';
-import { startHealthServer } from './health-server.ts';
 import { createHeartbeat } from './heartbeat.ts';
 import { createIndexerClient } from './indexer.ts';
 import { createIngestLoop } from './ingest-loop.ts';
@@ -63,10 +63,12 @@ export async function runAdapter(settings: AdapterSettings, logger: Logger): Pro
   });
   let server: Awaited<ReturnType<typeof startHealthServer>>;
   try {
-    server = await startHealthServer(
-      settings.host,
-      settings.port,
-      () => ({
+    // Readiness leaves the indexer out on purpose: the first heartbeat must activate the tenant
+    // while the indexer may still be starting.
+    server = await startHealthServer({
+      host: settings.host,
+      port: settings.port,
+      readiness: () => ({
         ready: heartbeat.state.ok && ingest.status.checkpoint_loaded,
         details: {
           svc: heartbeat.state.ok ? 'reachable' : 'unreachable',
@@ -74,8 +76,8 @@ export async function runAdapter(settings: AdapterSettings, logger: Logger): Pro
           ...ingest.status,
         },
       }),
-      metrics.scrape,
-    );
+      metrics: metrics.scrape,
+    });
   } catch (error) {
     indexer.close();
     throw new ConfigError(

@@ -607,6 +607,8 @@ export interface WorkersInput {
 
 export interface Workers {
   runtime: WorkerRuntime;
+  /** False once the liveness connection is lost (job-queue-liveness.ts `lost`). */
+  healthy(): boolean;
   stop(): Promise<void>;
 }
 
@@ -662,6 +664,7 @@ export async function composeWorkers(core: Core, input: WorkersInput = {}): Prom
   }
   return {
     runtime,
+    healthy: () => !liveness.lost(),
     async stop() {
       await runtime.stop();
       await pool.end();

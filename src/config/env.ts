@@ -19,6 +19,8 @@ export interface Setting {
 
 export const hostname = Type.String({ pattern: '^[A-Za-z0-9.:\\[\\]-]{1,253}$' });
 export const port = Type.Integer({ minimum: 1, maximum: 65535 });
+/** A port to listen on, where 0 asks the system for a free one. */
+export const anyPort = Type.Integer({ minimum: 0, maximum: 65535 });
 export const headerName = Type.String({ pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$" });
 const cidr = '(?:(?:\\d{1,3}\\.){3}\\d{1,3}/\\d{1,2}|[0-9A-Fa-f:]+/\\d{1,3})';
 export const cidrList = Type.String({ pattern: `^(${cidr}(\\s*,\\s*${cidr})*)?$` });

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import Type from 'typebox';
-import { cidrList, type Env, hostname, parseCidrs, port, settingReader } from './env.ts';
+import { anyPort, cidrList, type Env, hostname, parseCidrs, settingReader } from './env.ts';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
@@ -15,7 +15,8 @@ export interface ServerConfig {
 
 export const SERVER_SETTINGS = {
   SVC_HOST: { schema: hostname, expected: 'an IP address or hostname to listen on' },
-  SVC_PORT: { schema: port, expected: 'an integer port 1-65535' },
+  // 0: any free port, logged once bound (tests that run several svc processes side by side).
+  SVC_PORT: { schema: anyPort, expected: 'an integer port 0-65535 (0: any free port)' },
   SVC_DATA_DIR: { schema: Type.String({ minLength: 1 }), expected: 'a directory path' },
   SVC_LOG_LEVEL: {
     schema: Type.Union(

@@ -17,12 +17,25 @@ export interface WorkerLiveness {
   claim(workerId: string): Promise<void>;
   /** Unlocks the jobs of dead workers locked at least `graceMs` ago; returns those workers. */
   reap(graceMs: number): Promise<string[]>;
+  /**
+   * True once its connection ended or failed while open (a database restart, a terminated
+   * backend): the locks that say "alive" are gone with it, so other workers may take this
+   * process's running jobs. The worker's liveness probe reports it and the kubelet restarts it.
+   */
+  lost(): boolean;
   close(): Promise<void>;
 }
 
 export async function openWorkerLiveness(config: pg.ClientConfig): Promise<WorkerLiveness> {
   const client = new pg.Client({ ...config, application_name: 'svc-worker-liveness' });
-  client.on('error', () => undefined);
+  let closing = false;
+  let lost = false;
+  client.on('error', () => {
+    lost = !closing;
+  });
+  client.on('end', () => {
+    lost = !closing;
+  });
   await client.connect();
   const mine = new Set<string>();
   // One statement at a time on the liveness connection (pg queues them anyway, but claim and
@@ -64,6 +77,11 @@ export async function openWorkerLiveness(config: pg.ClientConfig): Promise<Worke
           await client.query(`SELECT ${JOB_QUEUE_SCHEMA}.force_unlock_workers($1::text[])`, [dead]);
         return dead;
       }),
-    close: () => serial(() => client.end()),
+    lost: () => lost,
+    close: () =>
+      serial(() => {
+        closing = true;
+        return client.end();
+      }),
   };
 }

@@ -205,8 +205,15 @@ test('issue 13 the worker Deployment runs svc worker with the API’s image, env
   assert.deepEqual(podOf(deployment)?.volumes, podOf(api)?.volumes);
   assert.deepEqual(worker.volumeMounts, container(objects, 'Deployment', 'svc-api').volumeMounts);
   assert.equal(podOf(deployment)?.serviceAccountName, 'svc');
-  // Nothing but its metrics (issue 15); no HTTP port, no Service.
-  assert.deepEqual(worker.ports, [{ name: 'metrics', containerPort: 9464 }]);
+  // Its probes' port and its metrics (issue 15); no Service.
+  assert.deepEqual(worker.ports, [
+    { name: 'http', containerPort: 8080 },
+    { name: 'metrics', containerPort: 9464 },
+  ]);
+  // Issue 31: probes the worker itself answers (src/cli/worker.ts).
+  assert.equal(worker.readinessProbe?.httpGet?.path, '/readyz');
+  assert.equal(worker.livenessProbe?.httpGet?.path, '/healthz');
+  assert.equal(worker.startupProbe?.tcpSocket?.port, 'http');
 
   const scaled = await render({
     worker: { replicas: 3, concurrency: 16 },

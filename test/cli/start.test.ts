@@ -238,7 +238,7 @@ test('an invalid setting stops svc with one line naming the variable, exit code 
   assert.equal(failed.code, 2);
   assert.equal(
     failed.stderr,
-    'svc: invalid configuration: SVC_PORT: expected an integer port 1-65535, got "http"\n',
+    'svc: invalid configuration: SVC_PORT: expected an integer port 0-65535 (0: any free port), got "http"\n',
   );
 });
 

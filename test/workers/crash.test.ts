@@ -7,6 +7,7 @@ import path from 'node:path';
 import { after, afterEach, before, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import {
   attackAlert,
   ingest,
@@ -82,6 +83,8 @@ function workerEnv(): Record<string, string> {
     HOME: process.env.HOME ?? '',
     SVC_DATA_DIR: dataDir,
     SVC_LOG_LEVEL: 'info',
+    // The probes' port (src/cli/worker.ts): the system picks one per worker.
+    SVC_PORT: '0',
     ...externalDatabaseEnv(rig.db.target),
     SVC_TOKEN_SIGNING_KEY: signingKey,
     SVC_WORKER_CONCURRENCY: '2',
@@ -95,10 +98,10 @@ function workerEnv(): Record<string, string> {
 }
 
 /** Starts `svc worker` (the node binary itself, so signals reach svc) and waits until it runs. */
-async function startWorker(): Promise<WorkerProcess> {
+async function startWorker(extraEnv: Record<string, string> = {}): Promise<WorkerProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'worker'], {
     cwd: ROOT,
-    env: workerEnv(),
+    env: { ...workerEnv(), ...extraEnv },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: Record<string, unknown>[] = [];
@@ -337,4 +340,59 @@ test('issue 13: SIGTERM lets a running worker finish its job, then it exits 0', 
   const enrich = await queuedJob(tenantId, 'enrich');
   assert.ok(enrich);
   assert.equal(enrich.locked_by, null);
+});
+
+/** One probe of a worker, as the kubelet makes it. */
+async function probe(port: number, path: '/healthz' | '/readyz') {
+  const response = await fetch(`http://127.0.0.1:${port}${path}`);
+  return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+}
+
+test('issue 31: svc worker answers its probes: ready while it takes jobs, alive until its liveness lock is lost; a taken port is refused at start', async () => {
+  const worker = await startWorker();
+  const port = Number(worker.logs().find((l) => l.msg === 'worker running')?.port);
+  assert.ok(port > 0, 'the worker says where its probes are');
+  assert.deepEqual(await probe(port, '/healthz'), { status: 200, body: { status: 'ok' } });
+  assert.deepEqual(await probe(port, '/readyz'), {
+    status: 200,
+    body: { status: 'ready', database: 'reachable', running: true, stopping: false },
+  });
+
+  // A second worker on the first one's port stops at once and says why, before taking a job.
+  const second = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'worker'], {
+    cwd: ROOT,
+    env: { ...workerEnv(), SVC_PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  second.stdout?.on('data', (d) => {
+    output += d;
+  });
+  second.stderr?.on('data', (d) => {
+    output += d;
+  });
+  const code = await new Promise<number | null>((resolve) => second.once('exit', resolve));
+  assert.notEqual(code, 0);
+  assert.match(output, new RegExp(`SVC_PORT ${port} is taken`));
+  assert.ok(!output.includes('worker running'), 'it took no job');
+
+  // The connection holding the worker's liveness lock ends (as in a database restart): other
+  // workers may now take its jobs, so it must not go on as if alive; the probe fails and the
+  // kubelet restarts it.
+  const superuser = new pg.Client(rig.db.superuser);
+  await superuser.connect();
+  try {
+    const { rows } = await superuser.query(
+      `SELECT pg_terminate_backend(pid) AS ended FROM pg_stat_activity
+        WHERE datname = current_database() AND application_name = 'svc-worker-liveness'`,
+    );
+    assert.ok(rows.length >= 1, 'the worker holds a liveness connection');
+  } finally {
+    await superuser.end();
+  }
+  const failed = await until('the liveness probe fails', async () => {
+    const answer = await probe(port, '/healthz');
+    return answer.status === 503 ? answer : undefined;
+  });
+  assert.deepEqual(failed.body, { status: 'failed', liveness_lock: 'lost' });
 });

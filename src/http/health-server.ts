@@ -7,17 +7,19 @@ export interface Readiness {
 }
 
 /**
- * `/healthz` (the process is alive) and `/readyz` (it reaches svc and knows where to resume
- * ingest) for the kubelet's probes, and `/metrics` (Prometheus text) for a scraper. Readiness
- * leaves the indexer out on purpose: the first heartbeat must activate the tenant while the
- * indexer may still be starting.
+ * `/healthz` (the process is alive) and `/readyz` (it can do its work) for the kubelet's
+ * probes, and `/metrics` (Prometheus text) for a scraper: the HTTP side of the processes that
+ * serve no API (`svc adapter`, `svc worker`). What "ready" means is the caller's.
  */
-export async function startHealthServer(
-  host: string,
-  port: number,
-  readiness: () => Readiness,
-  metrics?: () => Promise<{ contentType: string; body: string }>,
-): Promise<{ port: number; close(): Promise<void> }> {
+export async function startHealthServer(options: {
+  host: string;
+  port: number;
+  readiness: () => Readiness | Promise<Readiness>;
+  /** False when the process cannot recover by itself (the kubelet restarts it); default alive. */
+  liveness?: () => Readiness;
+  metrics?: () => Promise<{ contentType: string; body: string }>;
+}): Promise<{ port: number; close(): Promise<void> }> {
+  const { host, port, readiness, liveness, metrics } = options;
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     const send = (status: number, body: unknown) => {
@@ -26,7 +28,13 @@ export async function startHealthServer(
     };
     if (req.method !== 'GET' && req.method !== 'HEAD')
       return send(405, { status: 'method not allowed' });
-    if (path === '/healthz') return send(200, { status: 'ok' });
+    if (path === '/healthz') {
+      const alive = liveness?.() ?? { ready: true, details: {} };
+      return send(alive.ready ? 200 : 503, {
+        status: alive.ready ? 'ok' : 'failed',
+        ...alive.details,
+      });
+    }
     if (path === '/metrics' && metrics) {
       metrics().then(
         ({ contentType, body }) => {
@@ -38,8 +46,14 @@ export async function startHealthServer(
       return;
     }
     if (path === '/readyz') {
-      const { ready, details } = readiness();
-      return send(ready ? 200 : 503, { status: ready ? 'ready' : 'not ready', ...details });
+      Promise.resolve()
+        .then(readiness)
+        .then(
+          ({ ready, details }) =>
+            send(ready ? 200 : 503, { status: ready ? 'ready' : 'not ready', ...details }),
+          () => send(503, { status: 'not ready' }),
+        );
+      return;
     }
     return send(404, { status: 'not found' });
   });

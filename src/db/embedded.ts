@@ -140,8 +140,9 @@ export async function startEmbedded(
 ): Promise<EmbeddedServer> {
   await mkdir(dataDir, { recursive: true, mode: 0o700 });
   // The server runs as the unprivileged OS user "postgres" when svc runs as root; it must be
-  // able to traverse into its data directory.
-  await chmod(dataDir, 0o711);
+  // able to traverse into its data directory. Otherwise it runs as svc's own user, who needs no
+  // change and may not make one: a Kubernetes emptyDir is root's, writable through fsGroup.
+  if (process.getuid?.() === 0) await chmod(dataDir, 0o711);
   const stateFile = path.join(dataDir, 'embedded.json');
   let state: EmbeddedState | undefined;
   try {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
+import { chmod, chown, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
@@ -217,6 +217,60 @@ test('npm start serves /healthz on an embedded database; a second start reuses t
     assert.match(migrated, /migrations applied: none \(up to date\)/);
   } finally {
     await stop(second);
+  }
+});
+
+test('issue 31: as a non-root user, svc serve starts its embedded database in a directory it may write but not chmod (a Kubernetes emptyDir)', async () => {
+  // The image runs as uid 10001 (its own /etc/passwd names it); here `nobody`, whom this
+  // machine's passwd knows (initdb looks its user up). An emptyDir under fsGroup: owned by root,
+  // group writable, setgid.
+  const user = 65534;
+  const volume = await mkdtemp(path.join(tmpdir(), 'svc-emptydir-'));
+  const home = await mkdtemp(path.join(tmpdir(), 'svc-home-'));
+  await chown(volume, 0, user);
+  await chmod(volume, 0o2775);
+  await chown(home, user, user);
+  const apiPort = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'serve'], {
+    cwd: ROOT,
+    uid: user,
+    gid: user,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: home,
+      SVC_DATA_DIR: volume,
+      SVC_PORT: String(apiPort),
+      SVC_LOG_LEVEL: 'info',
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (d) => {
+    output += d;
+  });
+  child.stderr?.on('data', (d) => {
+    output += d;
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  try {
+    const deadline = Date.now() + 90_000;
+    let healthy = false;
+    while (!healthy && Date.now() < deadline && child.exitCode === null) {
+      healthy = await fetch(`http://127.0.0.1:${apiPort}/healthz`).then(
+        (res) => res.status === 200,
+        () => false,
+      );
+      if (!healthy) await sleep(250);
+    }
+    assert.ok(healthy, `svc serve as uid ${user} did not become healthy:\n${output}`);
+    assert.equal((await stat(path.join(volume, 'pg', 'PG_VERSION'))).uid, user);
+    // The volume's own mode is left as the kubelet made it.
+    assert.equal((await stat(volume)).mode & 0o7777, 0o2775);
+  } finally {
+    if (child.exitCode === null) child.kill('SIGTERM');
+    assert.equal(await exited, 0, output);
+    await rm(volume, { recursive: true, force: true });
+    await rm(home, { recursive: true, force: true });
   }
 });
 

@@ -15,7 +15,7 @@ import { CANONICAL_UUID } from './uuid.ts';
  * operator must write. Keys beyond §2.9, each needed to run the package and documented in
  * docs/charts-system.md: `install.namespace`, `serviceAccount.name`, `api.replicas`, `worker`,
  * `resources.worker`, `database.image`, `database.external.ssl`, `networkPolicies`, `edgeProxy`, `outbound`,
- * `defaults.llm.prices`, `tenants`.
+ * `defaults.llm.prices`, `tenants`, `scheduling`.
  *
  * Patterns avoid look-arounds: Helm checks them with Go's RE2 engine.
  */
@@ -57,6 +57,24 @@ const Quantity = Type.Union([
 ]);
 
 const Compute = Type.Object({ cpu: Quantity, memory: Quantity }, closed);
+
+/** A pod toleration (core/v1 Toleration): `Exists` takes no value; an empty key only `Exists`. */
+const Toleration = Type.Object(
+  {
+    key: Type.Optional(Type.String({ pattern: `(${LabelKeyPattern})|^$` })),
+    operator: Type.Optional(Type.Union([Type.Literal('Equal'), Type.Literal('Exists')])),
+    value: Type.Optional(LabelValue),
+    effect: Type.Optional(
+      Type.Union([
+        Type.Literal('NoSchedule'),
+        Type.Literal('PreferNoSchedule'),
+        Type.Literal('NoExecute'),
+      ]),
+    ),
+    tolerationSeconds: Type.Optional(Type.Integer({ minimum: 0 })),
+  },
+  closed,
+);
 
 function resources(requests: Static<typeof Compute>, limits: Static<typeof Compute>) {
   return Type.Object(
@@ -313,6 +331,21 @@ export const SystemValues = Type.Object(
           closed,
         ),
         resources: resources({ cpu: '100m', memory: '128Mi' }, { cpu: '1', memory: '512Mi' }),
+      },
+      closed,
+    ),
+    /**
+     * Where svc's pods run (api, orchestrator, worker, database, edge proxy): Kubernetes'
+     * own `nodeSelector` and `tolerations`, applied to every pod of the release (issue 31:
+     * e.g. dedicated nodes for the control plane, or a tainted pool).
+     */
+    scheduling: Type.Object(
+      {
+        nodeSelector: Type.Record(Type.String({ pattern: LabelKeyPattern }), LabelValue, {
+          ...closed,
+          default: {},
+        }),
+        tolerations: Type.Array(Toleration, { maxItems: 20, default: [] }),
       },
       closed,
     ),

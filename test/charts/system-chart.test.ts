@@ -1133,3 +1133,47 @@ test('§2.9 helm install, then upgrade keeps the generated secrets and refuses a
     });
   }
 });
+
+test('issue 31 scheduling.nodeSelector and .tolerations reach every pod of the release; none by default; a bad toleration is refused', async () => {
+  const workloads = (objects: KubernetesObject[]) =>
+    objects.filter(
+      (o): o is V1Deployment | V1StatefulSet => o.kind === 'Deployment' || o.kind === 'StatefulSet',
+    );
+  const plain = workloads(await render({ edgeProxy: { enabled: true } }));
+  assert.deepEqual(plain.map((w) => w.metadata?.name).sort(), [
+    'svc-api',
+    'svc-edge-proxy',
+    'svc-orchestrator',
+    'svc-postgres',
+    'svc-worker',
+  ]);
+  for (const w of plain) {
+    assert.equal(w.spec?.template.spec?.nodeSelector, undefined, w.metadata?.name);
+    assert.equal(w.spec?.template.spec?.tolerations, undefined, w.metadata?.name);
+  }
+  const nodeSelector = { 'svc.example/pool': 'control' };
+  const tolerations = [
+    { key: 'svc.example/dedicated', operator: 'Equal', value: 'svc', effect: 'NoSchedule' },
+    {
+      key: 'node.kubernetes.io/unreachable',
+      operator: 'Exists',
+      effect: 'NoExecute',
+      tolerationSeconds: 60,
+    },
+  ];
+  const placed = workloads(
+    await render({ edgeProxy: { enabled: true }, scheduling: { nodeSelector, tolerations } }),
+  );
+  assert.equal(placed.length, 5);
+  for (const w of placed) {
+    assert.deepEqual(w.spec?.template.spec?.nodeSelector, nodeSelector, w.metadata?.name);
+    assert.deepEqual(w.spec?.template.spec?.tolerations, tolerations, w.metadata?.name);
+  }
+  // The edge proxy keeps its own anti-affinity beside them.
+  const proxy = placed.find((w) => w.metadata?.name === 'svc-edge-proxy');
+  assert.ok(proxy?.spec?.template.spec?.affinity?.podAntiAffinity);
+  await assert.rejects(
+    render({ scheduling: { nodeSelector: {}, tolerations: [{ key: 'a', operator: 'Maybe' }] } }),
+    /operator/,
+  );
+});

@@ -357,3 +357,15 @@ integrations (networkPolicies.outbound).
   {{- end }}
 {{- end }}
 {{- end }}
+
+{{/* Where every pod of the release runs (values scheduling.*): empty renders nothing. */}}
+{{- define "svc.scheduling" -}}
+{{- with .Values.scheduling.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.scheduling.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}

@@ -23,7 +23,10 @@ test('§5.1 SVC_AUTH_MODE accepts internal and proxy only', () => {
 
 test('an invalid value stops with one line naming the variable and what is expected', () => {
   const cases: [Record<string, string>, RegExp][] = [
-    [{ SVC_PORT: 'eighty' }, /^SVC_PORT: expected an integer port 0-65535 \(0: any free port\), got "eighty"$/],
+    [
+      { SVC_PORT: 'eighty' },
+      /^SVC_PORT: expected an integer port 0-65535 \(0: any free port\), got "eighty"$/,
+    ],
     [{ SVC_PORT: '70000' }, /^SVC_PORT: expected/],
     [{ SVC_LOG_LEVEL: 'loud' }, /^SVC_LOG_LEVEL: expected one of/],
     [{ SVC_TRUSTED_PROXY_CIDRS: '10.0.0.0/8,banana' }, /^SVC_TRUSTED_PROXY_CIDRS: expected/],
@@ -32,7 +35,10 @@ test('an invalid value stops with one line naming the variable and what is expec
     [{ SVC_DATABASE_HOST: 'db', SVC_DATABASE_PORT: '0' }, /^SVC_DATABASE_PORT: expected/],
     [{ SVC_DATABASE_BOOTSTRAP_URL: 'mysql://root@db' }, /^SVC_DATABASE_BOOTSTRAP_URL: expected/],
     // Numbers are plain decimals: TypeBox alone would read these as 8080, 16, 10000 and 1.
-    [{ SVC_PORT: '8080.5' }, /^SVC_PORT: expected an integer port 0-65535 \(0: any free port\), got "8080.5"$/],
+    [
+      { SVC_PORT: '8080.5' },
+      /^SVC_PORT: expected an integer port 0-65535 \(0: any free port\), got "8080.5"$/,
+    ],
     [{ SVC_EDGE_PORT_BASE: '0x5000' }, /^SVC_EDGE_PORT_BASE: expected/],
     [{ SVC_EDGE_PROXY: 'yes' }, /^SVC_EDGE_PROXY: expected on or off/],
     [{ SVC_CLUSTER_DOMAIN: 'cluster.local\nx' }, /^SVC_CLUSTER_DOMAIN: expected/],

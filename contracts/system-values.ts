@@ -336,8 +336,8 @@ export const SystemValues = Type.Object(
     ),
     /**
      * Where svc's pods run (api, orchestrator, worker, database, edge proxy): Kubernetes'
-     * own `nodeSelector` and `tolerations`, applied to every pod of the release (issue 31:
-     * e.g. dedicated nodes for the control plane, or a tainted pool).
+     * own `nodeSelector` and `tolerations`, applied to every pod of the release (dedicated
+     * nodes for the control plane, a tainted pool, the test cluster's real node).
      */
     scheduling: Type.Object(
       {

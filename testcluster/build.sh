@@ -49,7 +49,9 @@ module_version() {
   (cd "$here/go/$1" && go list -m -f '{{.Version}}' "$2")
 }
 for pin in "kube k8s.io/kubernetes $KUBE_VERSION" "etcd go.etcd.io/etcd/server/v3 $ETCD_VERSION" \
-  "kwok sigs.k8s.io/kwok $KWOK_VERSION" "helm helm.sh/helm/v4 $HELM_VERSION"; do
+  "kwok sigs.k8s.io/kwok $KWOK_VERSION" "helm helm.sh/helm/v4 $HELM_VERSION" \
+  "coredns github.com/coredns/coredns $COREDNS_VERSION" \
+  "kube-router github.com/cloudnativelabs/kube-router/v2 $KUBE_ROUTER_VERSION"; do
   read -r dir module want <<<"$pin"
   have="$(module_version "$dir" "$module")"
   if [[ "$have" != "$want" ]]; then
@@ -84,10 +86,18 @@ total=$SECONDS
 build kube-apiserver kube k8s.io/kubernetes/cmd/kube-apiserver "$kube_x"
 build kube-controller-manager kube k8s.io/kubernetes/cmd/kube-controller-manager "$kube_x"
 build kube-scheduler kube k8s.io/kubernetes/cmd/kube-scheduler "$kube_x"
+# The real node (testcluster/node): a kubelet and kube-proxy at the control plane's version.
+build kubelet kube k8s.io/kubernetes/cmd/kubelet "$kube_x"
+build kube-proxy kube k8s.io/kubernetes/cmd/kube-proxy "$kube_x"
 build etcd etcd go.etcd.io/etcd/server/v3 \
   " -X go.etcd.io/etcd/api/v3/version.GitSHA=$ETCD_VERSION"
 build kwok kwok sigs.k8s.io/kwok/cmd/kwok " -X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION"
 build helm helm helm.sh/helm/v4/cmd/helm " -X helm.sh/helm/v4/internal/version.version=$HELM_VERSION"
+# The real node's cluster DNS and NetworkPolicy enforcer (testcluster/node/dns.ts, netpol.ts).
+build coredns coredns github.com/coredns/coredns \
+  " -X github.com/coredns/coredns/coremain.GitCommit=$COREDNS_VERSION"
+build kube-router kube-router github.com/cloudnativelabs/kube-router/v2/cmd/kube-router \
+  " -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$KUBE_ROUTER_VERSION"
 
 # kwok's stock "fast" stages: nodes turn Ready with lease heartbeats, pods turn Running and Ready.
 kwok_dir="$(cd "$here/go/kwok" && go mod download -json sigs.k8s.io/kwok |

@@ -532,6 +532,9 @@ function apiserverArgs(dir: string, pki: Pki, port: number, etcdPort: number): s
     `--tls-cert-file=${join(pki.dir, 'apiserver.crt')}`,
     `--tls-private-key-file=${join(pki.dir, 'apiserver.key')}`,
     `--client-ca-file=${pki.caCert}`,
+    // Real nodes' kubelets (testcluster/node) trust the cluster CA: logs, exec, port-forward.
+    `--kubelet-client-certificate=${pki.adminCert}`,
+    `--kubelet-client-key=${pki.adminKey}`,
     '--anonymous-auth=false',
     '--authorization-mode=Node,RBAC',
     '--enable-admission-plugins=NodeRestriction,ValidatingAdmissionPolicy',

@@ -30,7 +30,9 @@ kube="$here/go/kube"
 write_module "$kube" svc.local/testcluster/kube \
   k8s.io/kubernetes/cmd/kube-apiserver \
   k8s.io/kubernetes/cmd/kube-controller-manager \
-  k8s.io/kubernetes/cmd/kube-scheduler
+  k8s.io/kubernetes/cmd/kube-scheduler \
+  k8s.io/kubernetes/cmd/kubelet \
+  k8s.io/kubernetes/cmd/kube-proxy
 (
   cd "$kube"
   go mod edit -require="k8s.io/kubernetes@$KUBE_VERSION"
@@ -53,3 +55,16 @@ write_module "$here/go/kwok" svc.local/testcluster/kwok sigs.k8s.io/kwok/cmd/kwo
 
 write_module "$here/go/helm" svc.local/testcluster/helm helm.sh/helm/v4/cmd/helm
 (cd "$here/go/helm" && go mod edit -require="helm.sh/helm/v4@$HELM_VERSION" && go mod tidy)
+
+# The real node's cluster DNS and NetworkPolicy enforcer (docs/test-cluster-network.md). Neither
+# go.mod has replace directives; each gets its own module because their client-go versions differ.
+write_module "$here/go/coredns" svc.local/testcluster/coredns github.com/coredns/coredns
+(cd "$here/go/coredns" && go mod edit -require="github.com/coredns/coredns@$COREDNS_VERSION" && go mod tidy)
+
+write_module "$here/go/kube-router" svc.local/testcluster/kube-router \
+  github.com/cloudnativelabs/kube-router/v2/cmd/kube-router
+(
+  cd "$here/go/kube-router"
+  go mod edit -require="github.com/cloudnativelabs/kube-router/v2@$KUBE_ROUTER_VERSION"
+  go mod tidy
+)

@@ -1,0 +1,3 @@
+module svc.local/testcluster/pause
+
+go 1.26.0

@@ -107,7 +107,7 @@ test('docs/reports.md: the mssp_admin reads the cross-tenant report per tenant a
     // The page's chunk loads on first use; a busy machine may take longer than a click.
     await page.getByRole('heading', { level: 1, name: 'Reports' }).waitFor({ timeout: 30_000 });
     await page.getByRole('navigation').getByRole('link', { name: 'Reports' }).waitFor();
-    await page.getByLabel('Period').selectOption('day');
+    await page.getByLabel('Period', { exact: true }).selectOption('day');
     await page.getByLabel('From (UTC day)').fill(day(D));
     await page.getByLabel('To (UTC day)').fill(day(D));
     const answered = page.waitForResponse(

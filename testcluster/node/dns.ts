@@ -448,7 +448,8 @@ export async function writeOciArchive(
   }
 }
 
-async function createOrIgnore(create: () => Promise<unknown>): Promise<void> {
+/** Creates an object another real node may have created first (409 = already there). */
+export async function createOrIgnore(create: () => Promise<unknown>): Promise<void> {
   try {
     await create();
   } catch (error) {

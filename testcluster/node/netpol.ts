@@ -8,14 +8,10 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import {
-  ApiException,
-  CoreV1Api,
-  KubeConfig,
-  RbacAuthorizationV1Api,
-} from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { ensureBinaries } from '../harness.ts';
 import { apiserverPortInNode } from './configs.ts';
+import { createOrIgnore } from './dns.ts';
 
 const run = promisify(execFile);
 
@@ -238,12 +234,4 @@ async function tokenKubeconfig(kc: KubeConfig, server: string): Promise<string> 
 async function logTail(path: string, lines = 30): Promise<string> {
   const text = await readFile(path, 'utf8').catch(() => '');
   return `--- last ${lines} lines of ${path} ---\n${text.trimEnd().split('\n').slice(-lines).join('\n')}`;
-}
-
-async function createOrIgnore(create: () => Promise<unknown>): Promise<void> {
-  try {
-    await create();
-  } catch (error) {
-    if (!(error instanceof ApiException && error.code === 409)) throw error;
-  }
 }

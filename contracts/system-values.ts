@@ -1,6 +1,13 @@
 import Type, { type Static } from 'typebox';
 import { DURATION_PATTERN } from './duration.ts';
 import { LlmPrices, OUTBOUND_HOST_PATTERN } from './outbound.ts';
+import {
+  LabelKeyPattern,
+  LabelValue,
+  nodeSelector,
+  tenantSchedulingInput,
+  tolerations,
+} from './scheduling.ts';
 import { CANONICAL_UUID } from './uuid.ts';
 
 /**
@@ -27,11 +34,6 @@ const dnsLabel = (options: object = {}) =>
   Type.String({ ...options, pattern: `^${DnsLabelPattern}$` });
 const HostnamePattern = `${DnsLabelPattern}(\\.${DnsLabelPattern})*`;
 const Hostname = Type.String({ maxLength: 253, pattern: `^${HostnamePattern}$` });
-/** A Kubernetes label key (optional DNS prefix, then a name of at most 63 characters). */
-const LabelKeyPattern = `^(${HostnamePattern}/)?[A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?$`;
-const LabelValue = Type.String({
-  pattern: '^([A-Za-z0-9]([A-Za-z0-9_.-]{0,61}[A-Za-z0-9])?)?$',
-});
 /** One `*` label in front of a hostname with at least two labels: `*.customers.example.com`. */
 const WildcardHostname = Type.String({
   maxLength: 253,
@@ -57,24 +59,6 @@ const Quantity = Type.Union([
 ]);
 
 const Compute = Type.Object({ cpu: Quantity, memory: Quantity }, closed);
-
-/** A pod toleration (core/v1 Toleration): `Exists` takes no value; an empty key only `Exists`. */
-const Toleration = Type.Object(
-  {
-    key: Type.Optional(Type.String({ pattern: `(${LabelKeyPattern})|^$` })),
-    operator: Type.Optional(Type.Union([Type.Literal('Equal'), Type.Literal('Exists')])),
-    value: Type.Optional(LabelValue),
-    effect: Type.Optional(
-      Type.Union([
-        Type.Literal('NoSchedule'),
-        Type.Literal('PreferNoSchedule'),
-        Type.Literal('NoExecute'),
-      ]),
-    ),
-    tolerationSeconds: Type.Optional(Type.Integer({ minimum: 0 })),
-  },
-  closed,
-);
 
 function resources(requests: Static<typeof Compute>, limits: Static<typeof Compute>) {
   return Type.Object(
@@ -249,6 +233,12 @@ export const SystemValues = Type.Object(
         decommissionGrace: Type.String({ pattern: DURATION_PATTERN, default: '24h' }),
         /** From uninstall to the row's hard delete (`SVC_TENANT_RETENTION`). */
         retention: Type.String({ pattern: DURATION_PATTERN, default: '30d' }),
+        /**
+         * Where tenant pods run (`SVC_TENANT_SCHEDULING`, the tenant chart's `scheduling`): a
+         * nodeSelector and tolerations for every tenant pod, and per workload (the tenant
+         * package's Deployment and StatefulSet names) an entry that replaces both for it.
+         */
+        scheduling: tenantSchedulingInput(true),
       },
       closed,
     ),
@@ -341,11 +331,8 @@ export const SystemValues = Type.Object(
      */
     scheduling: Type.Object(
       {
-        nodeSelector: Type.Record(Type.String({ pattern: LabelKeyPattern }), LabelValue, {
-          ...closed,
-          default: {},
-        }),
-        tolerations: Type.Array(Toleration, { maxItems: 20, default: [] }),
+        nodeSelector: nodeSelector({ default: {} }),
+        tolerations: tolerations({ default: [] }),
       },
       closed,
     ),

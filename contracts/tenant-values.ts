@@ -1,4 +1,5 @@
 import Type, { type Static } from 'typebox';
+import { TenantScheduling } from './scheduling.ts';
 import { CANONICAL_UUID } from './uuid.ts';
 
 /**
@@ -8,8 +9,8 @@ import { CANONICAL_UUID } from './uuid.ts';
  * drift), so Helm refuses exactly what svc refuses.
  *
  * Keys beyond §2.9, each needed to run the package and documented in docs/charts.md:
- * `global` (storage class, labels and enrollment certificate for the subcharts), `adapter.apiUrl`,
- * `adapter.bootstrapSecretName`, `networkPolicies.installNamespace`.
+ * `global` (storage class, labels, enrollment certificate and placement for the subcharts),
+ * `scheduling`, `adapter.apiUrl`, `adapter.bootstrapSecretName`, `networkPolicies.installNamespace`.
  */
 const closed = { additionalProperties: false } as const;
 
@@ -38,13 +39,15 @@ const Labels = Type.Record(
  * enabled subchart (as `<subchart>.global`) before validating this schema, so those blocks must
  * admit it. svc renders: `storageClassName` (empty = the cluster's default class) for every PVC,
  * `labels` = namespaceLabels for every object, `monitorTlsSecretName` =
- * monitorIngress.tls.secretName for the manager; the chart refuses values where they disagree.
+ * monitorIngress.tls.secretName for the manager, `scheduling` = the top-level `scheduling` for
+ * every pod; the chart refuses values where they disagree.
  */
 export const GlobalValues = Type.Object(
   {
     storageClassName: Type.String({ maxLength: 253 }),
     labels: Labels,
     monitorTlsSecretName: Type.String({ maxLength: 253 }),
+    scheduling: TenantScheduling,
   },
   closed,
 );
@@ -155,6 +158,12 @@ export const TenantValues = Type.Object(
       closed,
     ),
     global: GlobalValues,
+    /**
+     * Where the tenant's pods run (system chart `tenants.scheduling`, SVC_TENANT_SCHEDULING):
+     * `nodeSelector` and `tolerations` for every pod, `workloads.<Deployment or StatefulSet
+     * name>` replacing both for that one (contracts/scheduling.ts TENANT_WORKLOADS).
+     */
+    scheduling: TenantScheduling,
     networkPolicies: Type.Object(
       {
         enabled: Type.Boolean(),

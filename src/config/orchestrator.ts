@@ -1,5 +1,20 @@
 import Type from 'typebox';
-import { duration, durationExpected, durationMs, type Env, settingReader } from './env.ts';
+import { Compile } from 'typebox/compile';
+import {
+  NO_TENANT_SCHEDULING,
+  normalizeTenantScheduling,
+  TENANT_WORKLOADS,
+  type TenantScheduling,
+  TenantSchedulingInput,
+} from '../../contracts/scheduling.ts';
+import {
+  ConfigError,
+  duration,
+  durationExpected,
+  durationMs,
+  type Env,
+  settingReader,
+} from './env.ts';
 
 export interface OrchestratorConfig {
   enabled: boolean;
@@ -16,6 +31,8 @@ export interface OrchestratorConfig {
   adapterImage: { repository: string; tag: string; digest: string };
   apiUrl: string | undefined;
   storageClassName: string;
+  /** Where tenant pods run (the tenant chart's `scheduling`; system chart `tenants.scheduling`). */
+  tenantScheduling: TenantScheduling;
   edgePortBase: number;
   /** Whether svc renders and rolls out the edge proxy (charts/svc-system `edgeProxy.enabled`). */
   edgeProxy: boolean;
@@ -68,6 +85,11 @@ export const ORCHESTRATOR_SETTINGS = {
     schema: Type.String({ pattern: '^[a-z0-9]([a-z0-9.-]{0,251}[a-z0-9])?$' }),
     expected: 'a StorageClass name for tenant volumes (empty: the cluster default)',
   },
+  SVC_TENANT_SCHEDULING: {
+    schema: Type.String({ minLength: 2, maxLength: 65536 }),
+    expected:
+      'a JSON object {"nodeSelector": {...}, "tolerations": [...], "workloads": {"<workload>": {"nodeSelector": {...}, "tolerations": [...]}}}',
+  },
   SVC_EDGE_PORT_BASE: {
     schema: Type.Integer({ minimum: 1024, maximum: 60000 }),
     expected: 'an integer 1024-60000 (first port of the edge-proxy range)',
@@ -117,6 +139,7 @@ export function readOrchestrator(env: Env): OrchestratorConfig {
     adapterImage: parseImage(read(env, 'SVC_ADAPTER_IMAGE') ?? 'svc:0.1.0'),
     apiUrl: read(env, 'SVC_API_URL'),
     storageClassName: read(env, 'SVC_TENANT_STORAGE_CLASS') ?? '',
+    tenantScheduling: tenantScheduling(read(env, 'SVC_TENANT_SCHEDULING')),
     edgePortBase: read(env, 'SVC_EDGE_PORT_BASE') ?? 20_000,
     edgeProxy: (read(env, 'SVC_EDGE_PROXY') ?? 'off') === 'on',
     clusterDomain: read(env, 'SVC_CLUSTER_DOMAIN') ?? 'cluster.local',
@@ -126,6 +149,44 @@ export function readOrchestrator(env: Env): OrchestratorConfig {
       model: read(env, 'SVC_LLM_MODEL') ?? '',
     },
   };
+}
+
+const checkScheduling = Compile(TenantSchedulingInput);
+
+/**
+ * SVC_TENANT_SCHEDULING: JSON of the system chart's `tenants.scheduling`. An unknown workload
+ * name is refused by name (a typo would otherwise leave that workload on the default pool).
+ */
+function tenantScheduling(text: string | undefined): TenantScheduling {
+  if (text === undefined) return NO_TENANT_SCHEDULING;
+  const fail = (why: string): never => {
+    throw new ConfigError(`SVC_TENANT_SCHEDULING: ${why}`);
+  };
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    fail(`not JSON; expected ${ORCHESTRATOR_SETTINGS.SVC_TENANT_SCHEDULING.expected}`);
+  }
+  const workloads = (parsed as { workloads?: unknown } | null)?.workloads;
+  if (typeof workloads === 'object' && workloads !== null && !Array.isArray(workloads)) {
+    const known: readonly string[] = TENANT_WORKLOADS;
+    const unknown = Object.keys(workloads).filter((name) => !known.includes(name));
+    if (unknown.length > 0) {
+      fail(
+        `unknown workload ${unknown.map((n) => JSON.stringify(n)).join(', ')} in workloads; the tenant package's workloads are ${TENANT_WORKLOADS.join(', ')}`,
+      );
+    }
+  }
+  if (!checkScheduling.Check(parsed)) {
+    const [first] = checkScheduling.Errors(parsed);
+    // A closed object reports an extra key as "schema is false" at the key's own path.
+    const why = first?.message === 'schema is false' ? 'is not allowed' : first?.message;
+    fail(
+      `${first?.instancePath || '/'} ${why ?? 'is invalid'}; expected ${ORCHESTRATOR_SETTINGS.SVC_TENANT_SCHEDULING.expected}`,
+    );
+  }
+  return normalizeTenantScheduling(parsed as TenantSchedulingInput);
 }
 
 /** `repo[:tag][@sha256:…]`: the digest pins (spec §9.3 item 1); the tag stays for people. */

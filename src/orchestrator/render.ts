@@ -1,4 +1,5 @@
 import { Compile } from 'typebox/compile';
+import { NO_TENANT_SCHEDULING, type TenantScheduling } from '../../contracts/scheduling.ts';
 import { TenantValues } from '../../contracts/tenant-values.ts';
 import { ADAPTER_BOOTSTRAP_SECRET } from '../domains/adapter/adapter-types.ts';
 import { parseQuantity } from '../domains/tenants/quantity.ts';
@@ -21,6 +22,8 @@ export interface RenderSettings {
   /** How the adapter reaches svc's API from the tenant namespace. */
   apiUrl: string;
   storageClassName: string;
+  /** Where the tenant's pods run (SVC_TENANT_SCHEDULING); absent: wherever the scheduler likes. */
+  scheduling?: TenantScheduling;
   defaultLlm: { provider: string; baseUrl: string; model: string };
 }
 
@@ -150,6 +153,7 @@ export function renderTenantValues(input: RenderInput): TenantValues {
   const merged = merge(input.chartDefaults, decided) as Json;
   const components = merged.components as Json;
   const ingress = merged.monitorIngress as { tls: { secretName: string } };
+  const scheduling = settings.scheduling ?? NO_TENANT_SCHEDULING;
   const values = {
     ...merged,
     // Helm's only channel to the subcharts; the chart's guard refuses a disagreement.
@@ -157,7 +161,9 @@ export function renderTenantValues(input: RenderInput): TenantValues {
       storageClassName: settings.storageClassName,
       labels: decided.namespaceLabels,
       monitorTlsSecretName: ingress.tls.secretName,
+      scheduling,
     },
+    scheduling,
     monitor: components.monitor,
     cases: components.cases,
     analysis: { ...(components.analysis as Json), enabled: externalAnalyzerUrl === '' },

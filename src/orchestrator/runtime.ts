@@ -68,6 +68,7 @@ export function orchestratorDeps(parts: OrchestratorParts): OrchestratorDeps {
       adapterImage: o.adapterImage,
       apiUrl: o.apiUrl ?? `http://svc-api.${config.installNamespace}.svc:8080`,
       storageClassName: o.storageClassName,
+      scheduling: o.tenantScheduling,
       defaultLlm: o.defaultLlm,
     },
     systemVersion: SYSTEM_VERSION,

@@ -155,3 +155,62 @@ test('a bootstrap superuser URL alone is enough: host and port come from it', ()
     assert.equal(config.database.credentials, undefined);
   }
 });
+
+test('SVC_TENANT_SCHEDULING: JSON of the system chart’s tenants.scheduling, read complete; unset means no placement', () => {
+  assert.deepEqual(loadConfig({}).orchestrator.tenantScheduling, {
+    nodeSelector: {},
+    tolerations: [],
+    workloads: {},
+  });
+  const toleration = { key: 'svc.test/real-node', operator: 'Exists', effect: 'NoSchedule' };
+  const read = loadConfig({
+    SVC_TENANT_SCHEDULING: JSON.stringify({
+      nodeSelector: { pool: 'tenants' },
+      workloads: {
+        'svc-adapter': { nodeSelector: { 'kubernetes.io/hostname': 'real-1' } },
+        'monitor-indexer': { tolerations: [toleration] },
+      },
+    }),
+  }).orchestrator.tenantScheduling;
+  // A workload's entry replaces both defaults; what it leaves out is none, rendered explicitly.
+  assert.deepEqual(read, {
+    nodeSelector: { pool: 'tenants' },
+    tolerations: [],
+    workloads: {
+      'svc-adapter': { nodeSelector: { 'kubernetes.io/hostname': 'real-1' }, tolerations: [] },
+      'monitor-indexer': { nodeSelector: {}, tolerations: [toleration] },
+    },
+  });
+});
+
+test('SVC_TENANT_SCHEDULING: an unknown workload, a bad shape or no JSON stops with one line naming the variable', () => {
+  const cases: [unknown, RegExp][] = [
+    [
+      { workloads: { 'monitor-indexr': { nodeSelector: {} } } },
+      /^SVC_TENANT_SCHEDULING: unknown workload "monitor-indexr" in workloads; the tenant package's workloads are svc-adapter, monitor-manager, monitor-indexer, .*analysis-search$/,
+    ],
+    [
+      { tolerations: [{ key: 'pool', operator: 'Maybe' }] },
+      /^SVC_TENANT_SCHEDULING: \/tolerations\/0/,
+    ],
+    [{ nodeSelector: { pool: 'has space' } }, /^SVC_TENANT_SCHEDULING: \/nodeSelector/],
+    [{ affinity: {} }, /^SVC_TENANT_SCHEDULING: \/affinity is not allowed; expected a JSON object/],
+    [
+      { workloads: { cases: { nodeSelector: {}, replicas: 2 } } },
+      /^SVC_TENANT_SCHEDULING: \/workloads\/cases\/replicas is not allowed/,
+    ],
+    [[], /^SVC_TENANT_SCHEDULING: \/ must be object; expected a JSON object/],
+  ];
+  for (const [value, message] of cases) {
+    assert.throws(
+      () => loadConfig({ SVC_TENANT_SCHEDULING: JSON.stringify(value) }),
+      (e: Error) =>
+        e instanceof ConfigError && message.test(e.message) && !e.message.includes('\n'),
+      JSON.stringify(value),
+    );
+  }
+  assert.throws(() => loadConfig({ SVC_TENANT_SCHEDULING: '{nodeSelector:' }), {
+    name: 'ConfigError',
+    message: /^SVC_TENANT_SCHEDULING: not JSON; expected a JSON object/,
+  });
+});

@@ -121,6 +121,8 @@ orchestrator differ only in SVC_ORCHESTRATOR, which each Deployment sets itself.
   value: {{ join "," .Values.outbound.allowCIDRs | quote }}
 - name: SVC_TENANT_STORAGE_CLASS
   value: {{ .Values.tenants.storageClassName | quote }}
+- name: SVC_TENANT_SCHEDULING
+  value: {{ .Values.tenants.scheduling | toJson | quote }}
 - name: SVC_DECOMMISSION_GRACE
   value: {{ .Values.tenants.decommissionGrace | quote }}
 - name: SVC_TENANT_RETENTION

@@ -58,3 +58,21 @@ The adapter's indexer login (username svc-adapter, password), written by svc at 
 wazuh-alerts-* (docs/charts-tenant.md "Adapter").
 */}}
 {{- define "svc-tenant.adapterIndexerSecret" -}}svc-adapter-indexer{{- end -}}
+
+{{/*
+The pod placement of one workload, from scheduling (contracts/scheduling.ts): its own entry
+under scheduling.workloads when there is one, else the defaults; empty renders nothing.
+Called as (list $ "<workload name>").
+*/}}
+{{- define "svc-tenant.placement" -}}
+{{- $s := (index . 0).Values.scheduling -}}
+{{- $p := index $s.workloads (index . 1) | default $s -}}
+{{- with $p.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $p.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}

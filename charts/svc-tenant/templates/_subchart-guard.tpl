@@ -29,6 +29,9 @@ source. Compared as JSON, so key order and YAML spelling do not matter. Helm its
 {{- with $v.monitorIngress.tls.issuerRef -}}
 {{- fail (printf "values: monitorIngress.tls.issuerRef must be empty: svc issues the enrollment certificate into monitorIngress.tls.secretName itself (docs/enrollment.md), nothing would act on issuer %q" .) -}}
 {{- end -}}
+{{- if ne (toJson $v.global.scheduling) (toJson $v.scheduling) -}}
+{{- fail (printf "values: global.scheduling must equal scheduling (svc copies it for the subcharts' pods); got %s, scheduling is %s" (toJson $v.global.scheduling) (toJson $v.scheduling)) -}}
+{{- end -}}
 {{- if ne $v.global.monitorTlsSecretName $v.monitorIngress.tls.secretName -}}
 {{- fail (printf "values: global.monitorTlsSecretName must equal monitorIngress.tls.secretName (%q)" $v.monitorIngress.tls.secretName) -}}
 {{- end -}}

@@ -51,3 +51,21 @@ are safe without per-tenant API keys: the default when the allowlist is empty.
 {{- define "analysis.defaultAnalyzers" -}}
 {{- list "FileInfo_8_0" "Yara_2_0" "EmlParser_2_1" | toJson -}}
 {{- end -}}
+
+{{/*
+The pod placement of one workload, from global.scheduling (the parent chart's scheduling): its
+own entry under workloads when there is one, else the defaults; empty renders nothing. Called
+as (list $ "<workload name>").
+*/}}
+{{- define "analysis.placement" -}}
+{{- $s := ((index . 0).Values.global | default dict).scheduling | default dict -}}
+{{- $p := index ($s.workloads | default dict) (index . 1) | default $s -}}
+{{- with $p.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $p.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}

@@ -43,3 +43,21 @@ capabilities:
 seccompProfile:
   type: RuntimeDefault
 {{- end -}}
+
+{{/*
+The pod placement of one workload, from global.scheduling (the parent chart's scheduling): its
+own entry under workloads when there is one, else the defaults; empty renders nothing. Called
+as (list $ "<workload name>").
+*/}}
+{{- define "cases.placement" -}}
+{{- $s := ((index . 0).Values.global | default dict).scheduling | default dict -}}
+{{- $p := index ($s.workloads | default dict) (index . 1) | default $s -}}
+{{- with $p.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with $p.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}

@@ -90,6 +90,13 @@ async function reconcile(core: CoreV1Api): Promise<void> {
   ]);
   const ours = volumes.items.filter((pv) => pv.spec?.storageClassName === testStorageClass);
   const claimedUids = new Set(ours.map((pv) => pv.spec?.claimRef?.uid));
+  // A PV someone pre-bound to a claim by name (a real node's volume, testcluster/node/volumes.ts)
+  // is that claim's: the PV binder binds them, and a second PV here would race it.
+  const preBound = new Set(
+    volumes.items
+      .filter((pv) => pv.spec?.claimRef && !pv.spec.claimRef.uid)
+      .map((pv) => `${pv.spec?.claimRef?.namespace}/${pv.spec?.claimRef?.name}`),
+  );
   const liveUids = new Set(claims.items.map((c) => c.metadata?.uid));
   const pending = claims.items.filter(
     (c) =>
@@ -97,7 +104,8 @@ async function reconcile(core: CoreV1Api): Promise<void> {
       c.status?.phase === 'Pending' &&
       !c.spec.volumeName &&
       !c.metadata?.deletionTimestamp &&
-      !claimedUids.has(c.metadata?.uid),
+      !claimedUids.has(c.metadata?.uid) &&
+      !preBound.has(`${c.metadata?.namespace}/${c.metadata?.name}`),
   );
   const orphaned = ours.filter(
     (pv) =>

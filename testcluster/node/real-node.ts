@@ -58,9 +58,21 @@ export interface RealNode {
   importImage(archivePath: string, baseName?: string): Promise<string[]>;
   /** Runs a command inside the node's network namespace (e.g. to reach a Pod IP). */
   inNode(command: string, args: readonly string[]): Promise<{ stdout: string; stderr: string }>;
+  /**
+   * A listener on the host's 127.0.0.1 (a free port) relaying into the node's namespace to
+   * host:port (a ClusterIP or Pod IP), through a unix socket as the API server's forwarders do:
+   * no address is added to the host's namespace. Closed by close() and by stop().
+   */
+  forward(host: string, port: number): Promise<Forward>;
   /** The last lines of a component's log (containerd, kubelet, kube-proxy, forwarders). */
   logTail(component: string, lines?: number): Promise<string>;
   stop(): Promise<void>;
+}
+
+export interface Forward {
+  /** The port on the host's 127.0.0.1. */
+  readonly port: number;
+  close(): Promise<void>;
 }
 
 export interface StartRealNodeOptions {
@@ -79,6 +91,9 @@ const kubeletSysctls = [
   'kernel/keys/root_maxbytes',
 ];
 const cgroupRoot = '/sys/fs/cgroup';
+/** The cluster's Service range (testcluster/harness.ts --service-cluster-ip-range). */
+const serviceRange = '10.96.0.0/16';
+const serviceRangePrefix = '10.96.';
 const sysctlState = '/run/svc-realnode';
 
 interface Launched {
@@ -188,6 +203,57 @@ export async function startRealNode(
     const { stdout } = await ctr('images', 'import', ...named, archive);
     // "unpacking <name> (sha256:…)...done" per image.
     return [...stdout.matchAll(/^unpacking (\S+) \(/gm)].map((m) => m[1] ?? '');
+  };
+
+  let forwards = 0;
+  let serviceRouted = false;
+  const forward = async (host: string, port: number): Promise<Forward> => {
+    const id = `forward-${++forwards}`;
+    if (host.startsWith(serviceRangePrefix) && !serviceRouted) {
+      // The namespace routes only its Pod /24, and the kernel routes a connection before
+      // kube-proxy's nat rules rewrite a ClusterIP: without a route the dial fails. Through
+      // cni0, so the source is the bridge's address, which the Pods answer.
+      await inNode('ip', ['route', 'replace', serviceRange, 'dev', 'cni0']);
+      serviceRouted = true;
+    }
+    const socket = join(dir, `${id}.sock`);
+    const hostPort = await freeLoopbackPort();
+    const procs = [
+      launch(`${id}-node`, '/usr/bin/socat', [
+        `UNIX-LISTEN:${socket},fork,mode=600`,
+        `TCP:${host}:${port}`,
+      ]),
+      launch(
+        `${id}-host`,
+        '/usr/bin/socat',
+        [`TCP-LISTEN:${hostPort},bind=127.0.0.1,fork,reuseaddr`, `UNIX-CONNECT:${socket}`],
+        false,
+      ),
+    ];
+    const close = async () => {
+      await stopAll(procs);
+      await rm(socket, { force: true });
+    };
+    try {
+      // Both ends listen: the socket exists and the host port is bound (a probe connection
+      // would be relayed to the target, so look at the process's own listening sockets).
+      const until = Date.now() + 10_000;
+      for (;;) {
+        const dead = procs.find((p) => p.exit !== undefined);
+        if (dead) throw new Error(`realnode: ${dead.component} exited (${dead.exit})`);
+        const bound = await stat(socket).then(
+          () => listensOn(hostPort),
+          () => false,
+        );
+        if (bound) break;
+        if (Date.now() > until) throw new Error(`realnode: ${id} to ${host}:${port} not listening`);
+        await sleep(50);
+      }
+    } catch (error) {
+      await close().catch(() => undefined);
+      throw error;
+    }
+    return { port: hostPort, close };
   };
 
   try {
@@ -329,6 +395,7 @@ export async function startRealNode(
     readyAfterMs: Math.round(performance.now() - started),
     importImage,
     inNode,
+    forward,
     logTail,
     stop: () => teardown(state),
   };
@@ -851,6 +918,17 @@ async function pauseImageArchive(): Promise<string> {
   const archive = /^ARCHIVE=(.+)$/m.exec(stdout)?.[1];
   if (!archive) throw new Error(`realnode: ${script} pause printed no ARCHIVE=`);
   return archive;
+}
+
+/** True when a socket in the host's namespace listens on 127.0.0.1:<port> (TCP, IPv4). */
+async function listensOn(port: number): Promise<boolean> {
+  const table = await readFile('/proc/net/tcp', 'utf8');
+  // local_address 0100007F:<port hex>, state 0A = LISTEN.
+  const local = `0100007F:${port.toString(16).toUpperCase().padStart(4, '0')}`;
+  return table.split('\n').some((line) => {
+    const words = line.trim().split(/\s+/);
+    return words[1] === local && words[3] === '0A';
+  });
 }
 
 async function freeLoopbackPort(): Promise<number> {

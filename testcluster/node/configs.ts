@@ -90,7 +90,9 @@ export function cniConfig(dir: string, subnetIndex: number): string {
           type: 'bridge',
           bridge: 'cni0',
           isGateway: true,
-          ipMasq: true,
+          // No masquerading: a Pod's packets to another linked node's Pods (link.ts) must keep
+          // the Pod's address for that node's policy agent; nothing else leaves the namespace.
+          ipMasq: false,
           hairpinMode: true,
           ipam: {
             type: 'host-local',

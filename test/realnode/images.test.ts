@@ -295,7 +295,7 @@ test('haproxy: the edge proxy runs as uid 99 with the chart config, serves /heal
   await hook;
 });
 
-test('opensearch: runs as uid 1000 on a read-only root with config from a mounted directory, turns green', async (t) => {
+test('opensearch: runs as uid 1000 on a read-only root with opensearch.yml mounted into the Wazuh indexer home, turns green', async (t) => {
   const os = await image(t, 'opensearch');
   const dir = await scratch(t, 'svc-opensearch-image-');
   const config = await volume(dir, 'config', 0, 0);
@@ -306,8 +306,8 @@ test('opensearch: runs as uid 1000 on a read-only root with config from a mounte
       'cluster.name: "wazuh-cluster"',
       'node.name: "monitor-indexer"',
       'network.host: "0.0.0.0"',
-      'path.data: /usr/share/opensearch/data',
-      'path.logs: /usr/share/opensearch/logs',
+      'path.data: /var/lib/wazuh-indexer',
+      'path.logs: /var/log/wazuh-indexer',
       'cluster.routing.allocation.disk.threshold_enabled: false',
       '',
     ].join('\n'),
@@ -326,10 +326,15 @@ test('opensearch: runs as uid 1000 on a read-only root with config from a mounte
       'node.store.allow_mmap': 'false',
     },
     mounts: [
-      // Read-only, as a ConfigMap: the entrypoint copies it to /tmp for the keystore.
-      { destination: '/usr/share/opensearch/config', source: config, readOnly: true },
-      { destination: '/usr/share/opensearch/data', source: data },
-      { destination: '/usr/share/opensearch/logs', source: logs },
+      // Read-only, as the chart's ConfigMap (subPath): the home is on the read-only root, so
+      // the entrypoint copies the configuration to /tmp for the keystore.
+      {
+        destination: '/usr/share/wazuh-indexer/opensearch.yml',
+        source: path.join(config, 'opensearch.yml'),
+        readOnly: true,
+      },
+      { destination: '/var/lib/wazuh-indexer', source: data },
+      { destination: '/var/log/wazuh-indexer', source: logs },
       { destination: '/tmp' },
     ],
   });
@@ -383,21 +388,22 @@ test('opensearch: with the chart security settings it loads the plugin, serves H
     admin: randomBytes(18).toString('base64url'),
     adapter: randomBytes(18).toString('base64url'),
   });
-  // The chart's opensearch.yml (monitor-indexer-config), with paths inside the config directory.
+  // The chart's opensearch.yml (monitor-indexer-config) and its paths in the Wazuh indexer home.
+  const home = '/usr/share/wazuh-indexer';
   const dn = (v: string) => `  - ${JSON.stringify(v)}`;
   const yml = [
     'network.host: "0.0.0.0"',
     'node.name: "monitor-indexer"',
     'cluster.name: "wazuh-cluster"',
-    'path.data: /usr/share/opensearch/data',
-    'path.logs: /usr/share/opensearch/logs',
+    'path.data: /var/lib/wazuh-indexer',
+    'path.logs: /var/log/wazuh-indexer',
     'cluster.routing.allocation.disk.threshold_enabled: false',
     'compatibility.override_main_response_version: true',
     'plugins.security.ssl.http.enabled: true',
     ...['http', 'transport'].flatMap((layer) => [
-      `plugins.security.ssl.${layer}.pemcert_filepath: certs/indexer.pem`,
-      `plugins.security.ssl.${layer}.pemkey_filepath: certs/indexer-key.pem`,
-      `plugins.security.ssl.${layer}.pemtrustedcas_filepath: certs/root-ca.pem`,
+      `plugins.security.ssl.${layer}.pemcert_filepath: ${home}/certs/indexer.pem`,
+      `plugins.security.ssl.${layer}.pemkey_filepath: ${home}/certs/indexer-key.pem`,
+      `plugins.security.ssl.${layer}.pemtrustedcas_filepath: ${home}/certs/root-ca.pem`,
     ]),
     'plugins.security.ssl.transport.enforce_hostname_verification: false',
     'plugins.security.ssl.transport.resolve_hostname: false',
@@ -419,7 +425,7 @@ test('opensearch: with the chart security settings it loads the plugin, serves H
   await mkdir(certs);
   for (const [file, text] of Object.entries(pems))
     await writeFile(path.join(certs, file), text, { mode: 0o640 });
-  // Only svc's three files: the entrypoint adds the plugin's defaults beside them.
+  // Only svc's three files, each mounted over the image's copy as the chart does (subPath).
   const securityDir = path.join(config, 'opensearch-security');
   await mkdir(securityDir);
   for (const [file, text] of Object.entries(security.files) as [string, string][]) {
@@ -444,10 +450,23 @@ test('opensearch: with the chart security settings it loads the plugin, serves H
       'discovery.type': 'single-node',
       'node.store.allow_mmap': 'false',
     },
+    // The chart's indexer container: a writable root (the node writes its keystore into the
+    // home), its files mounted read-only where the Wazuh indexer image reads them.
+    readOnlyRoot: false,
     mounts: [
-      { destination: '/usr/share/opensearch/config', source: config, readOnly: true },
-      { destination: '/usr/share/opensearch/data', source: data },
-      { destination: '/usr/share/opensearch/logs', source: logs },
+      {
+        destination: `${home}/opensearch.yml`,
+        source: path.join(config, 'opensearch.yml'),
+        readOnly: true,
+      },
+      { destination: `${home}/certs`, source: certs, readOnly: true },
+      ...Object.keys(security.files).map((file) => ({
+        destination: `${home}/opensearch-security/${file}`,
+        source: path.join(securityDir, file),
+        readOnly: true,
+      })),
+      { destination: '/var/lib/wazuh-indexer', source: data },
+      { destination: '/var/log/wazuh-indexer', source: logs },
       { destination: '/tmp' },
     ],
   });

@@ -47,8 +47,15 @@ case "$name" in
   haproxy) want_debs=(haproxy dash busybox) ;;
   # Exactly these, no closure: the JRE's dependencies are mostly for AWT, sound and fonts (and
   # their alternatives pull in a dozen font packages); a headless server needs libc, libstdc++
-  # and zlib. The library check below proves the rest is not linked by what remains.
-  opensearch) want_debs=(openjdk-17-jre-headless libc6 libgcc-s1 libstdc++6 zlib1g dash busybox) ;;
+  # and zlib. The library check below proves the rest is not linked by what remains. bash and
+  # curl (with libcurl's libraries) run the tenant chart's security-config sidecar and the
+  # plugin's securityadmin.sh, as in the Wazuh indexer image; libsasl2's optional plugins
+  # (libsasl2-modules-db, linking Berkeley DB) are left out, libsasl2 loads them if present.
+  opensearch) want_debs=(openjdk-17-jre-headless libc6 libgcc-s1 libstdc++6 zlib1g dash busybox
+    bash libtinfo6 curl libcurl4 libbrotli1 libcom-err2 libffi8 libgmp10 libgnutls30
+    libgssapi-krb5-2 libhogweed6 libidn2-0 libk5crypto3 libkeyutils1 libkrb5-3 libkrb5support0
+    libldap-2.5-0 libnettle8 libnghttp2-14 libp11-kit0 libpsl5 librtmp1 libsasl2-2 libssh2-1
+    libssl3 libtasn1-6 libunistring2 libzstd1) ;;
 esac
 recurse=true
 [[ "$name" == opensearch ]] && recurse=false
@@ -255,23 +262,39 @@ case "$name" in
       --config.stopsignal SIGUSR1 --config.workingdir /var/lib/haproxy)
     ;;
   opensearch)
+    # The layout of the Wazuh indexer image the tenant chart runs (wazuh/wazuh-indexer 4.x,
+    # docs/test-images.md "opensearch"): the home with the security plugin is
+    # /usr/share/wazuh-indexer, which is also the configuration directory (OPENSEARCH_PATH_CONF),
+    # with the JDK at jdk/ and the plugin's security files under opensearch-security/.
+    home=/usr/share/wazuh-indexer
     install -d -m 0755 "$rootfs/usr/share/opensearch"
-    # One cp for both homes keeps their shared jars hard links (one copy in the layer).
+    # One cp for both homes keeps their shared jars hard links (one copy in the layer); mv keeps
+    # them too. The plain home (no plugin) stays for a configuration without plugins.security.
     cp -a "$opensearch_dir/home" "$opensearch_dir/home-security" "$rootfs/usr/share/opensearch/"
+    mv "$rootfs/usr/share/opensearch/home-security" "$rootfs$home"
+    ln -sfn /usr/lib/jvm/java-17-openjdk-amd64 "$rootfs$home/jdk"
+    # The plugin's defaults (config.yml, action groups, ...); the chart mounts its three files
+    # (internal_users, roles, roles_mapping) over these copies.
+    install -d -m 0755 "$rootfs$home/opensearch-security"
+    cp "$rootfs$home/plugins/opensearch-security/config/"*.yml "$rootfs$home/opensearch-security/"
+    install -m 0644 "$here/opensearch/log4j2.properties" "$rootfs$home/log4j2.properties"
     install -D -m 0755 "$here/opensearch/entrypoint.sh" "$rootfs/usr/local/bin/opensearch-entrypoint.sh"
     # AWT, fonts, colour management, JPEG, sound and smart cards: never loaded by a headless
     # server, and their libraries (freetype, lcms2, libjpeg, alsa, pcsclite) are not in the image.
     jre="$rootfs/usr/lib/jvm/java-17-openjdk-amd64/lib"
     rm -f "$jre"/lib{awt,awt_headless,fontmanager,lcms,javajpeg,jsound,mlib_image,splashscreen,j2pcsc}.so
-    applets mkdir cp rm touch grep tr ls cat
-    passwd_group opensearch:1000
-    install -d -m 0755 -o 1000 -g 1000 "$rootfs/usr/share/opensearch/config" \
-      "$rootfs/usr/share/opensearch/data" "$rootfs/usr/share/opensearch/logs"
+    # The entrypoint's, the sidecar script's (sha256sum, cut, date, sleep) and securityadmin.sh's
+    # (realpath, dirname) tools.
+    applets mkdir cp rm touch grep tr ls cat sha256sum cut date sleep realpath dirname
+    passwd_group wazuh-indexer:1000
+    # uid 1000 writes the keystore into the configuration directory (the home) at start, the
+    # data and logs under the paths the chart's opensearch.yml names; the rest stays root's.
+    chown 1000:1000 "$rootfs$home"
+    install -d -m 0750 -o 1000 -g 1000 "$rootfs/var/lib/wazuh-indexer" "$rootfs/var/log/wazuh-indexer"
     config=(--config.user 1000:1000 --config.entrypoint /usr/local/bin/opensearch-entrypoint.sh
-      --config.env PATH=/usr/local/bin:/usr/bin:/bin --config.env OPENSEARCH_HOME=/usr/share/opensearch
+      --config.env PATH=/usr/local/bin:/usr/bin:/bin
       --config.env JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
-      --config.volume /usr/share/opensearch/data --config.volume /usr/share/opensearch/logs
-      --config.exposedports 9200/tcp --config.workingdir /usr/share/opensearch)
+      --config.exposedports 9200/tcp --config.workingdir "$home")
     ;;
 esac
 mkdir -p "$rootfs/etc"

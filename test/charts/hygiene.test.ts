@@ -505,5 +505,12 @@ test('issue 17 the adapter’s liveness probe is /healthz, its readiness /readyz
       .template.spec.containers[0];
     assert.equal(adapter.livenessProbe.httpGet.path, '/healthz', id);
     assert.equal(adapter.readinessProbe.httpGet.path, '/readyz', id);
+    // A slow start (a busy node, the 200m CPU limit) is not a dead process: liveness waits for
+    // the startup probe, which allows 5 minutes.
+    assert.equal(adapter.startupProbe.httpGet.path, '/healthz', id);
+    assert.ok(
+      adapter.startupProbe.periodSeconds * adapter.startupProbe.failureThreshold >= 300,
+      id,
+    );
   }
 });

@@ -12,11 +12,11 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import {
   CoreV1Api,
+  loadAllYaml,
   NetworkingV1Api,
   type V1NetworkPolicy,
   type V1Pod,
 } from '@kubernetes/client-node';
-import { parseAllDocuments } from 'yaml';
 import { createTestNamespace } from '../../testcluster/harness.ts';
 import { realNodeLabel } from '../../testcluster/node/configs.ts';
 import {
@@ -193,9 +193,15 @@ async function chartPolicies(namespace: string): Promise<V1NetworkPolicy[]> {
     ],
     { maxBuffer: 16 * 2 ** 20 },
   );
-  const policies = parseAllDocuments(stdout)
-    .map((doc) => doc.toJS() as V1NetworkPolicy | null)
-    .filter((doc): doc is V1NetworkPolicy => doc?.kind === 'NetworkPolicy');
+  // Through the client's own deserializer: its model names an ingress rule's peers `_from`, so a
+  // plain parsed object would reach the API server without them (every ingress "from anywhere").
+  const policies = (loadAllYaml(stdout) as (V1NetworkPolicy | null)[]).filter(
+    (doc): doc is V1NetworkPolicy => doc?.kind === 'NetworkPolicy',
+  );
+  assert.ok(
+    policies.some((p) => p.spec?.ingress?.some((rule) => (rule._from?.length ?? 0) > 0)),
+    'the ingress rules keep their peers',
+  );
   assert.ok(
     policies.some((p) => p.metadata?.name === 'default-deny'),
     'the chart renders default-deny',

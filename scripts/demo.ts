@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { AppsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { SvcClient } from '../contracts/index.ts';
+import { namespaceOf } from '../src/orchestrator/render.ts';
 import { ensureBinaries, isRunning, startCluster } from '../testcluster/harness.ts';
 import { createInstallIdentity, type InstallIdentity } from '../testcluster/install-identity.ts';
 import { runAdapterPod } from '../testcluster/kubelet/adapter-pod.ts';
@@ -17,7 +18,8 @@ import {
 import { type LlmStandIn, startLlmStandIn } from '../testcluster/stand-ins/llm.ts';
 import { loopbackCertificate } from '../testcluster/stand-ins/loopback-tls.ts';
 import { startVolumeProvisioner, testStorageClass } from '../testcluster/volumes.ts';
-import { demoTriageAnswer, startTrickle, TRICKLE } from './demo/alerts.ts';
+import { type AlertSink, demoTriageAnswer, startTrickle, TRICKLE } from './demo/alerts.ts';
+import { type DemoNode, startDemoNode } from './demo/real-node.ts';
 import { startSvcServe } from './demo/svc-process.ts';
 import {
   type Credentials,
@@ -39,7 +41,7 @@ import {
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const USAGE =
-  'usage: npm run demo -- [--port 8080] [--dir .svc/demo] [--headless-for <seconds>] [--keep-data]';
+  'usage: npm run demo -- [--port 8080] [--dir .svc/demo] [--headless-for <seconds>] [--keep-data] [--real-node]';
 const STEPS = 8;
 const INSTALL_NAMESPACE = 'svc-system';
 const SERVICE_ACCOUNT = 'svc';
@@ -49,6 +51,8 @@ interface Options {
   dir: string;
   headlessForMs: number | undefined;
   keepData: boolean;
+  /** Adapters and indexers as real Pods on a real kubelet node (scripts/demo/real-node.ts). */
+  realNode: boolean;
 }
 
 function readOptions(): Options {
@@ -58,6 +62,7 @@ function readOptions(): Options {
       dir: { type: 'string', default: path.join(ROOT, '.svc', 'demo') },
       'headless-for': { type: 'string' },
       'keep-data': { type: 'boolean', default: false },
+      'real-node': { type: 'boolean', default: false },
     },
     strict: true,
   });
@@ -75,6 +80,7 @@ function readOptions(): Options {
     dir: path.resolve(values.dir),
     headlessForMs: seconds === undefined ? undefined : seconds * 1000,
     keepData: values['keep-data'],
+    realNode: values['real-node'],
   };
 }
 
@@ -110,17 +116,20 @@ const cleanups: { what: string; run: () => Promise<unknown> }[] = [];
 
 async function main(options: Options): Promise<void> {
   await prepareDir(options);
-  const plane = await startControlPlane(options.dir);
+  const plane = await startControlPlane(options.dir, options.realNode);
   const llm = await demoLlm(options.dir, 4);
   const { mssp, staff, apiUrl } = await startSvc(options, plane, llm.caFile);
+  await plane.realNode?.exposeSvc(options.port);
 
   step(6, `Tenants ${DEMO_TENANTS.map((t) => t.slug).join(', ')} through the MSSP API`);
   const ids = new Map<string, string>();
   for (const spec of DEMO_TENANTS) {
+    await plane.realNode?.prepareTenant(namespaceOf(spec.slug), testStorageClass);
     ids.set(spec.slug, await createDemoTenant(mssp, spec, llm.settings));
   }
-  step(7, 'Provisioning; each adapter Pod runs as a local `svc adapter` process');
-  const indexers = await activate(plane.admin, mssp, ids, apiUrl);
+  const indexers = plane.realNode
+    ? await activateOnNode(plane.admin, plane.realNode, mssp, ids)
+    : await activate(plane.admin, mssp, ids, apiUrl);
   await saveState(options.dir);
   const customers = await customersOf(mssp, ids, options.port);
 
@@ -150,10 +159,11 @@ interface ControlPlane {
   binDir: string;
   admin: KubeConfig;
   identity: InstallIdentity;
+  realNode: DemoNode | undefined;
 }
 
 /** Steps 1-3: binaries, the cluster with its volume provisioner, svc's install identity. */
-async function startControlPlane(dir: string): Promise<ControlPlane> {
+async function startControlPlane(dir: string, withRealNode: boolean): Promise<ControlPlane> {
   step(1, 'Kubernetes binaries (built from Go sources on the first run: minutes, progress below)');
   const { binDir } = await ensureBinaries();
 
@@ -169,6 +179,7 @@ async function startControlPlane(dir: string): Promise<ControlPlane> {
   admin.loadFromFile(cluster.kubeconfigPath);
   const provisioner = await startVolumeProvisioner(admin);
   cleanups.push({ what: 'volume provisioner', run: () => provisioner.stop() });
+  const realNode = withRealNode ? await startNode(cluster.kubeconfigPath, dir) : undefined;
 
   step(
     3,
@@ -181,7 +192,20 @@ async function startControlPlane(dir: string): Promise<ControlPlane> {
     installId: randomUUID(),
     helm: path.join(binDir, 'helm'),
   });
-  return { binDir, admin, identity };
+  return { binDir, admin, identity, realNode };
+}
+
+/** Step 2 with --real-node: a real kubelet node beside kwok, with svc's and the indexer's images. */
+async function startNode(kubeconfigPath: string, dir: string): Promise<DemoNode> {
+  step(
+    2,
+    'Real node: containerd, kubelet, kube-proxy, CoreDNS; svc and indexer images (minutes on the first run)',
+  );
+  const node = await startDemoNode(kubeconfigPath);
+  cleanups.push({ what: 'real node', run: () => node.stop() });
+  for (const pid of node.pids()) record('real node', pid);
+  await saveState(dir);
+  return node;
 }
 
 /** Step 5: `svc serve`, its first admin signed in with a password the demo prints. */
@@ -195,7 +219,10 @@ async function startSvc(
     port: options.port,
     dataDir: path.join(options.dir, 'svc'),
     logFile: path.join(options.dir, 'logs', 'svc.log'),
-    env: svcEnv(plane.identity, plane.binDir, caFile),
+    env: {
+      ...svcEnv(plane.identity, plane.binDir, caFile),
+      ...plane.realNode?.env(options.port),
+    },
     onSpawn: (spawned) => {
       cleanups.push({ what: 'svc', run: () => spawned.stop() });
       record('svc serve', spawned.pid);
@@ -212,6 +239,32 @@ async function startSvc(
 }
 
 /**
+ * Step 7 with --real-node: the kubelet runs each tenant's adapter and indexer Pods; the demo only
+ * waits for the adapters' heartbeats to make the tenants active, then writes alerts into the
+ * indexer Pods through a forwarder, as the manager's Filebeat would.
+ */
+async function activateOnNode(
+  admin: KubeConfig,
+  node: DemoNode,
+  mssp: SvcClient,
+  ids: ReadonlyMap<string, string>,
+): Promise<Map<string, AlertSink>> {
+  step(7, `Provisioning; adapter and indexer Pods run on the real node ${node.node.name}`);
+  const core = admin.makeApiClient(CoreV1Api);
+  const sinks = await Promise.all(
+    [...ids].map(async ([slug, id]) => {
+      await waitForTenantState(mssp, id, 'active', 600_000);
+      const sink = await node.alertSink(core, namespaceOf(slug), (error) =>
+        console.error(`demo: alerts for ${slug} not written: ${error}`),
+      );
+      cleanups.push({ what: `alerts into ${slug}`, run: () => sink.close() });
+      return [slug, sink] as const;
+    }),
+  );
+  return new Map(sinks);
+}
+
+/**
  * Step 7: once a tenant's package is installed, plays the kubelet for its adapter Pod (the
  * real `svc adapter` against a real indexer: OpenSearch with the security plugin, svc's PKI and
  * users for that tenant, testcluster/opensearch/tenant-indexer.ts); its heartbeat makes the
@@ -223,6 +276,7 @@ async function activate(
   ids: ReadonlyMap<string, string>,
   apiUrl: string,
 ): Promise<Map<string, ClusterTenantIndexer>> {
+  step(7, 'Provisioning; each adapter Pod runs as a local `svc adapter` process');
   const core = admin.makeApiClient(CoreV1Api);
   const apps = admin.makeApiClient(AppsV1Api);
   const pods = await Promise.all(

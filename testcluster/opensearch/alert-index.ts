@@ -34,6 +34,8 @@ export interface OpenSearchTarget {
   ca?: string;
   cert?: string;
   key?: string;
+  /** The name the node's certificate carries, when `url` dials it by another (a forwarder). */
+  servername?: string;
 }
 
 export interface OpenSearchAnswer {
@@ -92,6 +94,7 @@ export function openSearchRequest(
           ...auth,
         },
         ...(tls ? { ca: target.ca, cert: target.cert, key: target.key } : {}),
+        ...(tls && target.servername ? { servername: target.servername } : {}),
         timeout: 120_000,
       },
       (res) => {

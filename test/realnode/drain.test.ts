@@ -23,6 +23,7 @@ import { pauseImage, realNodeLabel } from '../../testcluster/node/configs.ts';
 import { cordonNode, drainNode } from '../../testcluster/node/drain.ts';
 import { connectRealNodes, linkTrace, type NodeLink } from '../../testcluster/node/link.ts';
 import { type PolicyEnforcer, startPolicyEnforcer } from '../../testcluster/node/netpol.ts';
+import { podNetns } from '../../testcluster/node/pod-netns.ts';
 import { type RealNode, startRealNode } from '../../testcluster/node/real-node.ts';
 import { builtImage } from '../packaging/artifacts.ts';
 import { getTestCluster, waitUntil } from '../support/cluster.ts';
@@ -194,30 +195,6 @@ async function startProbePod(node: RealNode, name: string, labels: Record<string
     const pod = await core.readNamespacedPod({ name, namespace });
     return isReady(pod) ? pod : undefined;
   });
-}
-
-/** The network namespace containerd made for the Pod's sandbox on `node`. */
-async function podNetns(node: RealNode, pod: V1Pod): Promise<string> {
-  const ctr = (...args: string[]) =>
-    run('ctr', ['--address', node.containerdSocket, '--namespace', 'k8s.io', ...args], {
-      maxBuffer: 16 * 2 ** 20,
-    });
-  const { stdout } = await ctr('containers', 'ls', '--quiet');
-  for (const id of stdout.split('\n').filter(Boolean)) {
-    const info = JSON.parse((await ctr('containers', 'info', id)).stdout) as {
-      Labels?: Record<string, string>;
-      Spec?: { linux?: { namespaces?: { type: string; path?: string }[] } };
-    };
-    const labels = info.Labels ?? {};
-    if (
-      labels['io.kubernetes.pod.uid'] === pod.metadata?.uid &&
-      labels['io.cri-containerd.kind'] === 'sandbox'
-    ) {
-      const path = info.Spec?.linux?.namespaces?.find((n) => n.type === 'network')?.path;
-      if (path) return path;
-    }
-  }
-  throw new Error(`no sandbox network namespace for Pod ${pod.metadata?.name} on ${node.name}`);
 }
 
 /**

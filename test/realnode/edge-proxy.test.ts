@@ -43,6 +43,7 @@ import { builtTestImage } from '../../testcluster/images/images.ts';
 import { realNodeLabel } from '../../testcluster/node/configs.ts';
 import { type ClusterDns, startClusterDns } from '../../testcluster/node/dns.ts';
 import { type PolicyEnforcer, startPolicyEnforcer } from '../../testcluster/node/netpol.ts';
+import { podNetns } from '../../testcluster/node/pod-netns.ts';
 import { type RealNode, startRealNode } from '../../testcluster/node/real-node.ts';
 import {
   helmWithValues,
@@ -145,7 +146,7 @@ before(async () => {
   ]);
   managerCert = await readFile(join(scratch, 'manager.crt'), 'utf8');
   outsider = await startStandIn(ns.outside, 'outsider', { app: 'outsider' });
-  agentNetns = await podNetns(outsider);
+  agentNetns = await podNetns(node, outsider);
 });
 
 after(async () => {
@@ -391,30 +392,6 @@ const ACK = '#!-agent ack ';
 const answered = (a: { enroll: string; events: string }) =>
   ENROLLED.test(a.enroll) && a.events === ACK;
 
-/** The network namespace containerd made for the Pod's sandbox (a bind mount under /run/netns). */
-async function podNetns(pod: V1Pod): Promise<string> {
-  const ctr = (...args: string[]) =>
-    run('ctr', ['--address', node.containerdSocket, '--namespace', 'k8s.io', ...args], {
-      maxBuffer: 16 * 2 ** 20,
-    });
-  const { stdout } = await ctr('containers', 'ls', '--quiet');
-  for (const id of stdout.split('\n').filter(Boolean)) {
-    const info = JSON.parse((await ctr('containers', 'info', id)).stdout) as {
-      Labels?: Record<string, string>;
-      Spec?: { linux?: { namespaces?: { type: string; path?: string }[] } };
-    };
-    const labels = info.Labels ?? {};
-    if (
-      labels['io.kubernetes.pod.uid'] === pod.metadata?.uid &&
-      labels['io.cri-containerd.kind'] === 'sandbox'
-    ) {
-      const path = info.Spec?.linux?.namespaces?.find((n) => n.type === 'network')?.path;
-      if (path) return path;
-    }
-  }
-  throw new Error(`no sandbox network namespace for Pod ${pod.metadata?.name}`);
-}
-
 async function edgeServiceIp(): Promise<string> {
   const service = await core.readNamespacedService({
     name: EDGE_PROXY_NAME,
@@ -557,12 +534,12 @@ test("under kube-router, the system chart's edge-proxy policy and the tenant cha
   const managerIp = manager.status?.podIP ?? '';
   const outsiderIp = outsider.status?.podIP ?? '';
   const proxies = await rolledOut();
-  const proxyNetns = await podNetns(proxies[0] as V1Pod);
+  const proxyNetns = await podNetns(node, proxies[0] as V1Pod);
   const direct = { events: 1514, enrollment: 1515 };
 
   // Without the tenant's policies the manager's Pod reaches the outsider's listener (so a
   // refusal below is a policy's doing) and the outsider reaches the manager.
-  const managerNetns = await podNetns(manager);
+  const managerNetns = await podNetns(node, manager);
   assert.ok(answered(await agent(outsiderIp, direct, managerNetns)), 'the outsider answers');
   await waitOnNode('the outsider reaches the manager before the tenant policies', async () =>
     answered(await agent(managerIp, direct, agentNetns)) ? true : undefined,
@@ -636,7 +613,7 @@ test("removing the tenant from svc's set removes its ports and its listen sectio
   }
   // The manager itself still answers: it is the proxy that stopped.
   const monitor = await core.readNamespacedService({ name: 'monitor', namespace: ns.tenant });
-  const proxyNetns = await podNetns(pods[0] as V1Pod);
+  const proxyNetns = await podNetns(node, pods[0] as V1Pod);
   assert.ok(
     answered(
       await agent(monitor.spec?.clusterIP ?? '', { events: 1514, enrollment: 1515 }, proxyNetns),

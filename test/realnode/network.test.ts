@@ -27,6 +27,7 @@ import {
   startClusterDns,
 } from '../../testcluster/node/dns.ts';
 import { type PolicyEnforcer, startPolicyEnforcer } from '../../testcluster/node/netpol.ts';
+import { podNetns } from '../../testcluster/node/pod-netns.ts';
 import { type RealNode, startRealNode } from '../../testcluster/node/real-node.ts';
 import { sampleTenantValues } from '../fixtures/tenant-values.ts';
 import { getTestCluster, waitUntil } from '../support/cluster.ts';
@@ -126,30 +127,6 @@ async function waitOnNode<T>(what: string, check: () => Promise<T | undefined>, 
   }
 }
 
-/** The network namespace containerd made for the Pod's sandbox (a bind mount under /run/netns). */
-async function podNetns(pod: V1Pod): Promise<string> {
-  const ctr = (...args: string[]) =>
-    run('ctr', ['--address', node.containerdSocket, '--namespace', 'k8s.io', ...args], {
-      maxBuffer: 16 * 2 ** 20,
-    });
-  const { stdout } = await ctr('containers', 'ls', '--quiet');
-  for (const id of stdout.split('\n').filter(Boolean)) {
-    const info = JSON.parse((await ctr('containers', 'info', id)).stdout) as {
-      Labels?: Record<string, string>;
-      Spec?: { linux?: { namespaces?: { type: string; path?: string }[] } };
-    };
-    const labels = info.Labels ?? {};
-    if (
-      labels['io.kubernetes.pod.uid'] === pod.metadata?.uid &&
-      labels['io.cri-containerd.kind'] === 'sandbox'
-    ) {
-      const path = info.Spec?.linux?.namespaces?.find((n) => n.type === 'network')?.path;
-      if (path) return path;
-    }
-  }
-  throw new Error(`no sandbox network namespace for Pod ${pod.metadata?.name}`);
-}
-
 /**
  * Opens a TCP connection from inside `netns` (a Pod's own namespace, so the packets carry the
  * Pod's address through the node's bridge and kube-router's chains): "connected", or why not.
@@ -213,7 +190,7 @@ const records = (answer: ResolveAnswer) => ('records' in answer ? answer.records
 
 test('CoreDNS on the real node answers for the kubernetes Service by A and SRV, NXDOMAIN elsewhere', async () => {
   const client = await startServerPod(ns.a, 'dns-client', { app: 'dns-client' });
-  const netns = await podNetns(client);
+  const netns = await podNetns(node, client);
   // Through the kube-dns Service (10.96.0.10, kube-proxy) from a Pod, as a Pod's resolver asks.
   const a = await waitOnNode('an A record for kubernetes.default', async () => {
     const answer = await resolveInNode(netns, 'kubernetes.default.svc.cluster.local');
@@ -268,7 +245,7 @@ test("the tenant chart's policies keep tenant A from tenant B and the API server
       spec: { selector: { app: 'api' }, ports: [{ port: 8080, targetPort: port }] },
     },
   });
-  const from = await podNetns(client);
+  const from = await podNetns(node, client);
   const ip = (pod: V1Pod) => pod.status?.podIP ?? '';
   /** Waits until a connection from tenant A's client does (or does not) get through. */
   const reaches = (host: string, connects: boolean, toPort = port) =>

@@ -81,15 +81,14 @@ let apiUrl = '';
 before(async () => {
   const [svcArchive, postgres] = await Promise.all([builtImage(), builtTestImage('postgres')]);
   node = await startRealNode(cluster, { timeoutMs: 180_000 });
-  [dns, enforcer] = await Promise.all([
-    startClusterDns({ kubeconfigPath: cluster.kubeconfigPath, node }),
-    startPolicyEnforcer({
-      kubeconfigPath: cluster.kubeconfigPath,
-      netnsPath: node.netnsPath,
-      nodeName: node.name,
-      dir: node.dir,
-    }),
-  ]);
+  // One after the other, so that after() can stop whichever started when the other fails.
+  dns = await startClusterDns({ kubeconfigPath: cluster.kubeconfigPath, node });
+  enforcer = await startPolicyEnforcer({
+    kubeconfigPath: cluster.kubeconfigPath,
+    netnsPath: node.netnsPath,
+    nodeName: node.name,
+    dir: node.dir,
+  });
   const importing = performance.now();
   const { version } = JSON.parse(
     await readFile(new URL('../../package.json', import.meta.url), 'utf8'),

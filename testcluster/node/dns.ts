@@ -184,9 +184,13 @@ resolver.resolve(name, type).then(
 }
 
 function corednsPod(name: string, nodeName: string): V1Pod {
-  const probe = (path: string, port: number) => ({
+  // Readiness is checked often (start-up waits on it); liveness as CoreDNS's own manifest does
+  // (5 s timeouts, 5 misses 10 s apart): on a busy 2-core node 1 s answers are not guaranteed,
+  // and restarting the cluster's DNS for slowness took every test's name lookups down with it.
+  const probe = (path: string, port: number, periodSeconds: number) => ({
     httpGet: { path, port },
-    periodSeconds: 2,
+    periodSeconds,
+    timeoutSeconds: 5,
     failureThreshold: 5,
   });
   return {
@@ -215,8 +219,8 @@ function corednsPod(name: string, nodeName: string): V1Pod {
             { name: 'dns', containerPort: dnsPort, protocol: 'UDP' },
             { name: 'dns-tcp', containerPort: dnsPort, protocol: 'TCP' },
           ],
-          readinessProbe: probe('/ready', readyPort),
-          livenessProbe: probe('/health', healthPort),
+          readinessProbe: probe('/ready', readyPort, 2),
+          livenessProbe: probe('/health', healthPort, 10),
           securityContext: {
             allowPrivilegeEscalation: false,
             readOnlyRootFilesystem: true,
@@ -291,18 +295,35 @@ async function ensureDnsObjects(core: CoreV1Api, rbac: RbacAuthorizationV1Api): 
     { name: 'dns-tcp', port: 53, targetPort: dnsPort, protocol: 'TCP' },
   ];
   await createOrIgnore(() =>
-    core.createNamespacedService({
-      namespace,
-      body: {
-        metadata: { name: 'kube-dns', labels: { ...dnsLabel, 'kubernetes.io/name': 'CoreDNS' } },
-        spec: {
-          clusterIP: clusterDns,
-          selector: dnsLabel,
-          internalTrafficPolicy: 'Local',
-          ports,
+    core
+      .createNamespacedService({
+        namespace,
+        body: {
+          metadata: { name: 'kube-dns', labels: { ...dnsLabel, 'kubernetes.io/name': 'CoreDNS' } },
+          spec: {
+            clusterIP: clusterDns,
+            selector: dnsLabel,
+            internalTrafficPolicy: 'Local',
+            ports,
+          },
         },
-      },
-    }),
+      })
+      .catch(async (error: unknown) => {
+        // Two nodes starting at once: the loser's create can fail on the ClusterIP the winner
+        // has just allocated (422 "already allocated") before it meets the name (409), while the
+        // winner's Service is still being stored. It is there a moment later.
+        if (!(error instanceof ApiException && error.code === 422)) throw error;
+        const until = Date.now() + 15_000;
+        for (;;) {
+          const found = await core
+            .readNamespacedService({ name: 'kube-dns', namespace })
+            .then(() => true)
+            .catch(() => false);
+          if (found) return;
+          if (Date.now() > until) throw error;
+          await sleep(200);
+        }
+      }),
   );
   const service = await core.readNamespacedService({ name: 'kube-dns', namespace });
   const current = (service.spec?.ports ?? []).map((p) => `${p.protocol}/${p.port}>${p.targetPort}`);

@@ -5,7 +5,17 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, openSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import {
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  readlink,
+  rm,
+  rmdir,
+  stat,
+  writeFile,
+} from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -485,6 +495,12 @@ async function teardown(state: TeardownState): Promise<void> {
       await rm(path, { force: true });
     }
   });
+  // What others started in the node's namespace and left running (a policy agent whose owner
+  // failed before it could stop it): it would outlive the node in a namespace nobody can name
+  // any more and, as a child, keep its test process from ever exiting.
+  await attempt('stopping what still runs in the namespace', () =>
+    killInNamespace(state.netnsPath),
+  );
   await attempt('unmounting under the node directory', () => unmountUnder(state.dir));
   await attempt('removing the node cgroups', () => removeCgroup(state.nodeCgroup));
   if (state.netnsCreated) {
@@ -918,6 +934,24 @@ async function pauseImageArchive(): Promise<string> {
   const archive = /^ARCHIVE=(.+)$/m.exec(stdout)?.[1];
   if (!archive) throw new Error(`realnode: ${script} pause printed no ARCHIVE=`);
   return archive;
+}
+
+/** SIGKILLs every process (but this one) whose network namespace is the one at `netnsPath`. */
+async function killInNamespace(netnsPath: string): Promise<void> {
+  const target = await stat(netnsPath).catch(() => undefined);
+  if (!target) return;
+  const inode = `net:[${target.ino}]`;
+  for (const entry of await readdir('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    const link = await readlink(`/proc/${pid}/ns/net`).catch(() => '');
+    if (link !== inode) continue;
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // Gone already.
+    }
+  }
 }
 
 /** True when a socket in the host's namespace listens on 127.0.0.1:<port> (TCP, IPv4). */

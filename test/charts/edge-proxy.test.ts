@@ -286,6 +286,34 @@ test('issue 15 the tenant chart in edge-proxy mode admits the install namespace 
     agents.spec?.ingress?.[0]?.ports?.map((p) => p.port),
     [1514, 1515],
   );
+  // Behind the edge the agents' connections arrive from the proxy's Pods only (HAProxy is not
+  // transparent): nothing else may reach the agent ports, which would bypass the edge.
+  const peers = (agents.spec?.ingress?.[0] as { from?: unknown } | undefined)?.from;
+  assert.deepEqual(peers, [
+    {
+      namespaceSelector: {
+        matchLabels: { 'kubernetes.io/metadata.name': values.networkPolicies.installNamespace },
+      },
+      podSelector: {
+        matchLabels: {
+          'app.kubernetes.io/name': 'svc-edge-proxy',
+          'app.kubernetes.io/component': 'edge-proxy',
+        },
+      },
+    },
+  ]);
+  // Through a LoadBalancer the agents come from wherever they run.
+  const direct = parseAllDocuments(
+    await helmWithValues(
+      helm,
+      ['template', 'svc-tenant', tenantChart, '--namespace', 'tenant-acme'],
+      sampleTenantValues() as unknown as Values,
+    ),
+  )
+    .map((d) => d.toJS() as KubernetesObject | null)
+    .filter((o): o is KubernetesObject => o !== null);
+  const open = named<V1NetworkPolicy>(direct, 'NetworkPolicy', 'allow-monitor-agents');
+  assert.equal((open.spec?.ingress?.[0] as { from?: unknown } | undefined)?.from, undefined);
 });
 
 test('issue 15 RBAC: svc may update the three svc-edge-proxy objects by name and nothing else in the install namespace', {

@@ -189,9 +189,15 @@ test("issue 31: svc's image runs as uid 10001 on a read-only root under restrict
               periodSeconds: 2,
               failureThreshold: 60,
             },
+            // As the system chart: liveness waits for a first answer (the embedded database's
+            // set-up and migrations took over 60 s on a busy node), up to 5 minutes.
+            startupProbe: {
+              httpGet: { path: '/healthz', port: 'http' },
+              periodSeconds: 5,
+              failureThreshold: 60,
+            },
             livenessProbe: {
               httpGet: { path: '/healthz', port: 'http' },
-              initialDelaySeconds: 60,
               periodSeconds: 10,
             },
             securityContext: containerSecurityContext,

@@ -3,7 +3,7 @@ import { type CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { INDEXER_TLS_SECRET } from '../../src/orchestrator/indexer-pki.ts';
 import { builtImage } from '../../test/packaging/artifacts.ts';
 import { importIndexerImage } from '../../testcluster/images/indexer-image.ts';
-import { realNodeLabel } from '../../testcluster/node/configs.ts';
+import { nodeAddress, realNodeLabel } from '../../testcluster/node/configs.ts';
 import { type ClusterDns, startClusterDns } from '../../testcluster/node/dns.ts';
 import { exposeHostPort, type HostPort } from '../../testcluster/node/host-port.ts';
 import { type RealNode, startRealNode } from '../../testcluster/node/real-node.ts';
@@ -13,6 +13,7 @@ import {
   installWazuhTemplate,
   type OpenSearchTarget,
 } from '../../testcluster/opensearch/alert-index.ts';
+import { dailyIndex, secretData } from '../../testcluster/opensearch/tenant-indexer.ts';
 import type { AlertSink } from './alerts.ts';
 
 /**
@@ -51,24 +52,6 @@ export interface DemoNode {
   stop(): Promise<void>;
 }
 
-/** `wazuh-alerts-4.x-YYYY.MM.DD` of the alert's timestamp, as the manager names it. */
-function dailyIndex(alert: Record<string, unknown>): string {
-  const at = new Date(String(alert.timestamp ?? ''));
-  const day = Number.isNaN(at.getTime()) ? new Date() : at;
-  return `wazuh-alerts-4.x-${day.toISOString().slice(0, 10).replaceAll('-', '.')}`;
-}
-
-async function secretData(
-  core: CoreV1Api,
-  namespace: string,
-  name: string,
-): Promise<Record<string, string>> {
-  const secret = await core.readNamespacedSecret({ name, namespace });
-  return Object.fromEntries(
-    Object.entries(secret.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString()]),
-  );
-}
-
 export async function startDemoNode(kubeconfigPath: string): Promise<DemoNode> {
   const image = await builtImage();
   const node = await startRealNode({ kubeconfigPath }, { timeoutMs: 300_000 });
@@ -100,7 +83,7 @@ export async function startDemoNode(kubeconfigPath: string): Promise<DemoNode> {
       adapterImage,
       env: (port) => ({
         SVC_ADAPTER_IMAGE: adapterImage,
-        SVC_API_URL: `http://${'10.200.0.1'}:${port}`,
+        SVC_API_URL: `http://${nodeAddress}:${port}`,
         SVC_TENANT_SCHEDULING: JSON.stringify(scheduling),
       }),
       async exposeSvc(port) {

@@ -43,7 +43,7 @@ export interface ClusterTenantIndexer {
   close(): Promise<void>;
 }
 
-async function secretData(
+export async function secretData(
   core: CoreV1Api,
   namespace: string,
   name: string,
@@ -61,7 +61,7 @@ function required(data: Record<string, string>, key: string, secret: string): st
 }
 
 /** `wazuh-alerts-4.x-YYYY.MM.DD` of the alert's timestamp, as the manager names it. */
-function dailyIndex(alert: Record<string, unknown>): string {
+export function dailyIndex(alert: Record<string, unknown>): string {
   const at = new Date(String(alert.timestamp ?? ''));
   const day = Number.isNaN(at.getTime()) ? new Date() : at;
   return `wazuh-alerts-4.x-${day.toISOString().slice(0, 10).replaceAll('-', '.')}`;

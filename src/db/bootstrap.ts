@@ -27,6 +27,10 @@ export async function bootstrapDatabase(
   const client = new pg.Client({ ...superuser, database: superuser.database ?? 'postgres' });
   await client.connect();
   try {
+    // svc's Pods start together (an install, a rollout, a node drain) and each bootstraps:
+    // concurrent GRANT/ALTER ROLE on the same catalog rows fail with "tuple concurrently
+    // updated". One at a time, then; the session lock ends with the connection.
+    await client.query('SELECT pg_advisory_lock($1)', [BOOTSTRAP_LOCK_KEY]);
     for (const role of ['admin', 'app', 'mssp', 'audit'] as const) {
       const credential = credentials[role];
       const user = credential?.user ?? ROLE_NAMES[role];
@@ -56,11 +60,15 @@ export async function bootstrapDatabase(
     // CONNECT only: TEMPORARY would let the audit session create temporary functions and tables.
     await client.query(`GRANT CONNECT ON DATABASE ${name} TO ${ROLE_NAMES.audit}`);
     await client.query(`REVOKE TEMPORARY ON DATABASE ${name} FROM ${ROLE_NAMES.audit}`);
+    // Still under the lock: it grants on the same function rows in every caller.
+    await restrictBuiltins(superuser, database);
   } finally {
     await client.end();
   }
-  await restrictBuiltins(superuser, database);
 }
+
+/** The bootstrap's session advisory lock, in the superuser's maintenance database. */
+export const BOOTSTRAP_LOCK_KEY = 727_101;
 
 /** The same superuser, connected to `database` (a URL's own path would win over `database`). */
 function inDatabase(superuser: pg.ClientConfig, database: string): pg.ClientConfig {

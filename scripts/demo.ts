@@ -19,7 +19,7 @@ import { type LlmStandIn, startLlmStandIn } from '../testcluster/stand-ins/llm.t
 import { loopbackCertificate } from '../testcluster/stand-ins/loopback-tls.ts';
 import { startVolumeProvisioner, testStorageClass } from '../testcluster/volumes.ts';
 import { type AlertSink, demoTriageAnswer, startTrickle, TRICKLE } from './demo/alerts.ts';
-import { type DemoNode, startDemoNode } from './demo/real-node.ts';
+import { type DemoNode, demoNodeEnv, startDemoNode } from './demo/real-node.ts';
 import { startSvcServe } from './demo/svc-process.ts';
 import {
   type Credentials,
@@ -27,6 +27,7 @@ import {
   createDemoTenant,
   DEMO_TENANTS,
   type DemoLlm,
+  type DemoTenantSpec,
   demoPassword,
   signIn,
   waitForTenantState,
@@ -41,7 +42,7 @@ import {
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const USAGE =
-  'usage: npm run demo -- [--port 8080] [--dir .svc/demo] [--headless-for <seconds>] [--keep-data] [--real-node]';
+  'usage: npm run demo -- [--port 8080] [--dir .svc/demo] [--headless-for <seconds>] [--keep-data] [--real-node] [--tenants 2]';
 const STEPS = 8;
 const INSTALL_NAMESPACE = 'svc-system';
 const SERVICE_ACCOUNT = 'svc';
@@ -53,6 +54,8 @@ interface Options {
   keepData: boolean;
   /** Adapters and indexers as real Pods on a real kubelet node (scripts/demo/real-node.ts). */
   realNode: boolean;
+  /** The first n demo tenants (acme, then globex): one halves the start-up work on the node. */
+  tenants: readonly DemoTenantSpec[];
 }
 
 function readOptions(): Options {
@@ -63,6 +66,7 @@ function readOptions(): Options {
       'headless-for': { type: 'string' },
       'keep-data': { type: 'boolean', default: false },
       'real-node': { type: 'boolean', default: false },
+      tenants: { type: 'string', default: String(DEMO_TENANTS.length) },
     },
     strict: true,
   });
@@ -75,12 +79,17 @@ function readOptions(): Options {
   if (seconds !== undefined && !(seconds > 0)) {
     throw new UsageError('--headless-for: expected a positive number of seconds');
   }
+  const tenants = Number(values.tenants);
+  if (!/^\d+$/.test(values.tenants) || tenants < 1 || tenants > DEMO_TENANTS.length) {
+    throw new UsageError(`--tenants: expected a number of tenants 1-${DEMO_TENANTS.length}`);
+  }
   return {
     port,
     dir: path.resolve(values.dir),
     headlessForMs: seconds === undefined ? undefined : seconds * 1000,
     keepData: values['keep-data'],
     realNode: values['real-node'],
+    tenants: DEMO_TENANTS.slice(0, tenants),
   };
 }
 
@@ -94,11 +103,15 @@ interface Recorded {
   readonly binary: string;
 }
 
-/** What the demo started, written to `<dir>/state.json` as it goes (the demo test reads it). */
+/** What the demo started, written to `<dir>/state.json` as it goes (the demo tests read it). */
 const state = {
   demoPid: process.pid,
   processes: [] as Recorded[],
   ports: [] as number[],
+  /** The cluster's admin kubeconfig (under the demo's directory, gone after the stop). */
+  kubeconfigPath: undefined as string | undefined,
+  /** With --real-node: the node, its network namespace and its directory (mounts live there). */
+  realNode: undefined as { name: string; netnsName: string; dir: string } | undefined,
 };
 
 function record(name: string, pid: number | undefined): void {
@@ -119,19 +132,20 @@ async function main(options: Options): Promise<void> {
   const plane = await startControlPlane(options.dir, options.realNode);
   const llm = await demoLlm(options.dir, 4);
   const { mssp, staff, apiUrl } = await startSvc(options, plane, llm.caFile);
-  await plane.realNode?.exposeSvc(options.port);
+  const realNode = await plane.realNode;
+  if (realNode) await exposeSvc(realNode, options);
 
-  step(6, `Tenants ${DEMO_TENANTS.map((t) => t.slug).join(', ')} through the MSSP API`);
+  step(6, `Tenants ${options.tenants.map((t) => t.slug).join(', ')} through the MSSP API`);
   const ids = new Map<string, string>();
-  for (const spec of DEMO_TENANTS) {
-    await plane.realNode?.prepareTenant(namespaceOf(spec.slug), testStorageClass);
+  for (const spec of options.tenants) {
+    await realNode?.prepareTenant(namespaceOf(spec.slug), testStorageClass);
     ids.set(spec.slug, await createDemoTenant(mssp, spec, llm.settings));
   }
-  const indexers = plane.realNode
-    ? await activateOnNode(plane.admin, plane.realNode, mssp, ids)
+  const indexers = realNode
+    ? await activateOnNode(plane.admin, realNode, mssp, ids)
     : await activate(plane.admin, mssp, ids, apiUrl);
   await saveState(options.dir);
-  const customers = await customersOf(mssp, ids, options.port);
+  const customers = await customersOf(mssp, options.tenants, ids, options.port);
 
   step(8, `Alerts: ${TRICKLE.perTick} per tenant every ${TRICKLE.everyMs / 1000} s`);
   const trickle = startTrickle(indexers);
@@ -142,8 +156,14 @@ async function main(options: Options): Promise<void> {
   }
 }
 
+let saving = Promise.resolve();
+
+/** One write at a time: the real node records itself while svc starts. */
 function saveState(dir: string): Promise<void> {
-  return writeFile(path.join(dir, 'state.json'), `${JSON.stringify(state, null, 2)}\n`);
+  saving = saving
+    .catch(() => undefined)
+    .then(() => writeFile(path.join(dir, 'state.json'), `${JSON.stringify(state, null, 2)}\n`));
+  return saving;
 }
 
 /** A fresh directory for this run (the previous run's cluster is gone, so is its meaning). */
@@ -159,7 +179,8 @@ interface ControlPlane {
   binDir: string;
   admin: KubeConfig;
   identity: InstallIdentity;
-  realNode: DemoNode | undefined;
+  /** Still starting while svc starts (steps 3-5 need nothing of it); awaited before step 6. */
+  realNode: Promise<DemoNode> | undefined;
 }
 
 /** Steps 1-3: binaries, the cluster with its volume provisioner, svc's install identity. */
@@ -174,12 +195,13 @@ async function startControlPlane(dir: string, withRealNode: boolean): Promise<Co
     state.processes.push({ name: component, pid, binary });
   }
   state.ports.push(...cluster.ports);
+  state.kubeconfigPath = cluster.kubeconfigPath;
   await saveState(dir);
   const admin = new KubeConfig();
   admin.loadFromFile(cluster.kubeconfigPath);
   const provisioner = await startVolumeProvisioner(admin);
   cleanups.push({ what: 'volume provisioner', run: () => provisioner.stop() });
-  const realNode = withRealNode ? await startNode(cluster.kubeconfigPath, dir) : undefined;
+  const realNode = withRealNode ? startNode(cluster.kubeconfigPath, dir) : undefined;
 
   step(
     3,
@@ -195,17 +217,41 @@ async function startControlPlane(dir: string, withRealNode: boolean): Promise<Co
   return { binDir, admin, identity, realNode };
 }
 
-/** Step 2 with --real-node: a real kubelet node beside kwok, with svc's and the indexer's images. */
-async function startNode(kubeconfigPath: string, dir: string): Promise<DemoNode> {
+/**
+ * Step 2 with --real-node: a real kubelet node beside kwok, with svc's and the indexer's images.
+ * It starts in the background (a minute or more); a shutdown meanwhile waits for it, then stops it.
+ */
+function startNode(kubeconfigPath: string, dir: string): Promise<DemoNode> {
   step(
     2,
-    'Real node: containerd, kubelet, kube-proxy, CoreDNS; svc and indexer images (minutes on the first run)',
+    'Real node: containerd, kubelet, kube-proxy, CoreDNS; svc and indexer images (minutes on the first run, in the background)',
   );
-  const node = await startDemoNode(kubeconfigPath);
-  cleanups.push({ what: 'real node', run: () => node.stop() });
-  for (const pid of node.pids()) record('real node', pid);
-  await saveState(dir);
-  return node;
+  const starting = startDemoNode(kubeconfigPath).then(async (node) => {
+    for (const pid of node.pids()) record('real node', pid);
+    state.realNode = { name: node.node.name, netnsName: node.node.netnsName, dir: node.node.dir };
+    await saveState(dir);
+    console.log(`demo: real node ${node.node.name} ready`);
+    return node;
+  });
+  // A failed start has stopped itself; its error surfaces where main awaits the node.
+  cleanups.push({
+    what: 'real node',
+    run: () =>
+      starting.then(
+        (node) => node.stop(),
+        () => undefined,
+      ),
+  });
+  starting.catch(() => undefined);
+  return starting;
+}
+
+/** svc's port reachable from the Pods; its forwarders are recorded like every other process. */
+async function exposeSvc(node: DemoNode, options: Options): Promise<void> {
+  const known = new Set(node.pids());
+  await node.exposeSvc(options.port);
+  for (const pid of node.pids()) if (!known.has(pid)) record('svc forwarder', pid);
+  await saveState(options.dir);
 }
 
 /** Step 5: `svc serve`, its first admin signed in with a password the demo prints. */
@@ -221,7 +267,7 @@ async function startSvc(
     logFile: path.join(options.dir, 'logs', 'svc.log'),
     env: {
       ...svcEnv(plane.identity, plane.binDir, caFile),
-      ...plane.realNode?.env(options.port),
+      ...(plane.realNode ? await demoNodeEnv(options.port) : {}),
     },
     onSpawn: (spawned) => {
       cleanups.push({ what: 'svc', run: () => spawned.stop() });
@@ -304,11 +350,12 @@ async function activate(
 
 async function customersOf(
   mssp: SvcClient,
+  tenants: readonly DemoTenantSpec[],
   ids: ReadonlyMap<string, string>,
   port: number,
 ): Promise<Map<string, Credentials>> {
   const customers = new Map<string, Credentials>();
-  for (const spec of DEMO_TENANTS) {
+  for (const spec of tenants) {
     const id = ids.get(spec.slug) ?? '';
     customers.set(spec.slug, await createCustomer(mssp, id, spec, portalUrl(spec.slug, port)));
   }
@@ -409,7 +456,7 @@ function printReady(
       `${staff.email} / ${staff.password}`,
       'MSSP staff, platform_admin',
     ],
-    ...DEMO_TENANTS.map((spec) => {
+    ...options.tenants.map((spec) => {
       const c = customers.get(spec.slug);
       return [
         'portal',
@@ -426,7 +473,8 @@ function printReady(
   for (const [kind, url, login, label] of rows) {
     console.log(`  ${(kind ?? '').padEnd(8)}${(url ?? '').padEnd(width + 2)}${login}   (${label})`);
   }
-  console.log(`\n  Alerts flow into both tenants (real indexers: OpenSearch); triage by ${llm}.`);
+  const into = options.tenants.length === 1 ? 'the tenant' : 'each tenant';
+  console.log(`\n  Alerts flow into ${into} (real indexers: OpenSearch); triage by ${llm}.`);
   console.log(
     `  Logs: ${relative}/logs/svc.log, ${relative}/cluster/logs; processes: ${relative}/state.json`,
   );

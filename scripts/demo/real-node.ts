@@ -28,12 +28,38 @@ import type { AlertSink } from './alerts.ts';
 /** The tenant workloads placed on the real node (SVC_TENANT_SCHEDULING `workloads`). */
 const ON_REAL_NODE = ['svc-adapter', 'monitor-indexer'] as const;
 
+/**
+ * svc's environment for placing the adapter and indexer on the real node and reaching svc from
+ * them. It names the node by its label, not its name, so svc can start while the node does (the
+ * demo's cluster is its own: this node is the only one with that label).
+ */
+export async function demoNodeEnv(port: number): Promise<Record<string, string>> {
+  const placement = {
+    nodeSelector: { [realNodeLabel]: 'true' },
+    tolerations: [{ key: realNodeLabel, operator: 'Equal', value: 'true', effect: 'NoSchedule' }],
+  };
+  const scheduling = {
+    nodeSelector: {},
+    tolerations: [],
+    workloads: Object.fromEntries(ON_REAL_NODE.map((w) => [w, placement])),
+  };
+  return {
+    SVC_ADAPTER_IMAGE: await adapterImage(),
+    SVC_API_URL: `http://${nodeAddress}:${port}`,
+    SVC_TENANT_SCHEDULING: JSON.stringify(scheduling),
+  };
+}
+
+/** svc's image as the node's containerd names it (SVC_ADAPTER_IMAGE). */
+async function adapterImage(): Promise<string> {
+  const { version } = JSON.parse(
+    await readFile(new URL('../../package.json', import.meta.url), 'utf8'),
+  ) as { version: string };
+  return `localhost/svc:${version}`;
+}
+
 export interface DemoNode {
   readonly node: RealNode;
-  /** svc's image as the node's containerd names it (SVC_ADAPTER_IMAGE). */
-  readonly adapterImage: string;
-  /** svc's environment for placing the adapter and indexer here and reaching svc from them. */
-  env(port: number): Record<string, string>;
   /** After `svc serve` listens: its port reachable from the Pods at the node address. */
   exposeSvc(port: number): Promise<void>;
   /**
@@ -61,31 +87,13 @@ export async function startDemoNode(kubeconfigPath: string): Promise<DemoNode> {
     for (const close of closers.reverse()) await close();
   };
   try {
-    const dns: ClusterDns = await startClusterDns({ kubeconfigPath, node });
+    // Generous: on a machine busy with other work the kubelet takes its time with the first Pod.
+    const dns: ClusterDns = await startClusterDns({ kubeconfigPath, node, timeoutMs: 240_000 });
     closers.push(() => dns.stop());
-    const { version } = JSON.parse(
-      await readFile(new URL('../../package.json', import.meta.url), 'utf8'),
-    ) as { version: string };
     await node.importImage(image, 'localhost/svc');
     await importIndexerImage(node);
-    const adapterImage = `localhost/svc:${version}`;
-    const placement = {
-      nodeSelector: { 'kubernetes.io/hostname': node.name },
-      tolerations: [{ key: realNodeLabel, operator: 'Equal', value: 'true', effect: 'NoSchedule' }],
-    };
-    const scheduling = {
-      nodeSelector: {},
-      tolerations: [],
-      workloads: Object.fromEntries(ON_REAL_NODE.map((w) => [w, placement])),
-    };
     return {
       node,
-      adapterImage,
-      env: (port) => ({
-        SVC_ADAPTER_IMAGE: adapterImage,
-        SVC_API_URL: `http://${nodeAddress}:${port}`,
-        SVC_TENANT_SCHEDULING: JSON.stringify(scheduling),
-      }),
       async exposeSvc(port) {
         const exposed: HostPort = await exposeHostPort(node, port);
         pids.push(...exposed.pids);

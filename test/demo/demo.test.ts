@@ -1,17 +1,22 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
-import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
-import { loopbackFetch } from '../../scripts/demo/loopback-fetch.ts';
 import { freePort } from '../../src/db/embedded.ts';
 import { isRunning } from '../../testcluster/harness.ts';
+import {
+  DEMO_RULES,
+  type Demo,
+  type DemoState,
+  eventually,
+  portFree,
+  printedLogins,
+  signIn,
+  startDemo,
+  waitForOutput,
+} from './demo-process.ts';
 
 /**
  * Issue 16 "What to build": `npm run demo` run as a real child process, headless, in its own
@@ -19,100 +24,6 @@ import { isRunning } from '../../testcluster/harness.ts';
  * What it printed is all the test knows: the console and portal URLs and the credentials;
  * `state.json` lists the processes and ports it started, which must all be gone after Ctrl-C.
  */
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const RULES = [
-  'sshd: brute force trying to get access to the system. Non existent user.',
-  'PAM: User login failed.',
-  'Integrity checksum changed.',
-  'SQL injection attempt.',
-];
-
-interface Login {
-  url: string;
-  email: string;
-  password: string;
-}
-
-interface DemoState {
-  demoPid: number;
-  processes: { name: string; pid: number; binary: string }[];
-  ports: number[];
-}
-
-interface Demo {
-  child: ChildProcess;
-  dir: string;
-  output(): string;
-  exited: Promise<number | null>;
-}
-
-function startDemo(args: string[], dir: string): Demo {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', 'scripts/demo.ts', '--dir', dir, ...args],
-    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let output = '';
-  child.stdout?.on('data', (d) => {
-    output += d;
-  });
-  child.stderr?.on('data', (d) => {
-    output += d;
-  });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
-  return { child, dir, output: () => output, exited };
-}
-
-async function waitForOutput(demo: Demo, line: RegExp, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!line.test(demo.output())) {
-    if (demo.child.exitCode !== null) throw new Error(`the demo exited:\n${demo.output()}`);
-    if (Date.now() > deadline) throw new Error(`no ${line} in ${timeoutMs} ms:\n${demo.output()}`);
-    await sleep(250);
-  }
-}
-
-/** `  console  <url>  <email> / <password>` and `  portal  …` lines of the ready block. */
-function printedLogins(output: string, kind: 'console' | 'portal'): Login[] {
-  const pattern = new RegExp(`^ {2}${kind} +(http://\\S+)/ +(\\S+) / (\\S+)`, 'gm');
-  return [...output.matchAll(pattern)].map((m) => ({
-    url: m[1] ?? '',
-    email: m[2] ?? '',
-    password: m[3] ?? '',
-  }));
-}
-
-async function signIn(login: Login): Promise<SvcClient> {
-  const client = createSvcClient({
-    baseUrl: login.url,
-    headers: { origin: login.url },
-    fetch: loopbackFetch,
-  });
-  const res = await client.auth.login({ body: { email: login.email, password: login.password } });
-  assert.equal(res.status, 200, `sign-in as ${login.email} at ${login.url}`);
-  if (res.status === 200)
-    assert.equal(res.body.must_change, false, 'the printed password is final');
-  return client;
-}
-
-async function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(1_000);
-  }
-}
 
 let demo: Demo;
 let port = 0;
@@ -183,7 +94,8 @@ test("issue 16: alerts reach each portal's incident list, and triage both closes
       },
       180_000,
     );
-    for (const incident of incidents) assert.ok(RULES.includes(incident.title), incident.title);
+    for (const incident of incidents)
+      assert.ok(DEMO_RULES.includes(incident.title), incident.title);
   }
   const [staff] = printedLogins(demo.output(), 'console');
   assert.ok(staff);

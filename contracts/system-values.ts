@@ -242,6 +242,37 @@ export const SystemValues = Type.Object(
       },
       closed,
     ),
+    /**
+     * `svc db backup --dir --keep` on a schedule into a PVC (docs/charts-system.md "Backup and
+     * restore"); only with the in-chart database. Off by default: it claims a second volume, and
+     * where backups go (a StorageClass that snapshots or replicates) is the operator's decision.
+     */
+    backup: Type.Object(
+      {
+        enabled: Type.Boolean({ default: false }),
+        /** Standard five-field cron or a macro, in UTC. */
+        schedule: Type.String({
+          pattern:
+            '^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|[0-9A-Za-z*/,?-]+( [0-9A-Za-z*/,?-]+){4})$',
+          default: '17 3 * * *',
+        }),
+        /** How many backups the volume keeps, newest first. */
+        retention: Type.Integer({ minimum: 1, maximum: 1000, default: 7 }),
+        storage: Type.Object(
+          {
+            size: Type.String({
+              pattern: '^[0-9]+(\\.[0-9]+)?(k|M|G|T|Ki|Mi|Gi|Ti)?$',
+              default: '20Gi',
+            }),
+            /** Empty means the cluster's default StorageClass. */
+            storageClassName: Type.Union([Type.Literal(''), ObjectName], { default: '' }),
+          },
+          closed,
+        ),
+        resources: resources({ cpu: '100m', memory: '256Mi' }, { cpu: '1', memory: '1Gi' }),
+      },
+      closed,
+    ),
     resources: Type.Object(
       {
         api: resources({ cpu: '500m', memory: '512Mi' }, { cpu: '2', memory: '2Gi' }),

@@ -54,7 +54,10 @@ mkdir -p "$rootfs"
 
 # Debian packages, downloaded once per version into a cache outside the repository.
 # dash: PostgreSQL's initdb runs its programs through /bin/sh (the embedded database).
-packages=(libc6 libgcc-s1 libstdc++6 ca-certificates tzdata dash)
+# The rest are the libraries of pg_dump/pg_restore and libpq (`svc db backup`, below).
+packages=(libc6 libgcc-s1 libstdc++6 ca-certificates tzdata dash
+  libssl3 zlib1g libzstd1 liblz4-1 libgssapi-krb5-2 libkrb5-3 libk5crypto3 libkrb5support0
+  libcom-err2 libkeyutils1)
 debs="${XDG_CACHE_HOME:-$HOME/.cache}/svc/image-debs"
 mkdir -p "$debs"
 download() { (cd "$debs" && apt-get download -qq "${packages[@]}" 2>&1); }
@@ -92,6 +95,14 @@ install -d -m 0700 -o "$uid" -g "$uid" "$rootfs/var/lib/svc"
 install -d -m 0755 "$rootfs/usr/local/bin" "$rootfs/usr/local/lib/svc"
 install -m 0755 "$binary" "$rootfs/usr/local/bin/svc"
 install -m 0755 "$helm" "$rootfs/usr/local/bin/helm"
+# pg_dump and pg_restore of the in-chart server's major (18) for `svc db backup`/`restore` and
+# the chart's backup CronJob (docs/operations.md "Backup and restore"): Debian 12's are 15, too
+# old to dump 18. Their libpq goes where the loader looks by default: their RUNPATH
+# ($ORIGIN/../lib) needs /proc to resolve, which a chroot (the image test) does not have.
+pg_bin="${SVC_PG_CLIENT_BIN:-$(bash "$root/.ci/install-pg-client" | sed -n 's/^PG_CLIENT_BIN=//p')}"
+[[ -x "$pg_bin/pg_dump" && -x "$pg_bin/pg_restore" ]] || { log "no pg_dump/pg_restore in $pg_bin"; exit 1; }
+install -m 0755 "$pg_bin/pg_dump" "$pg_bin/pg_restore" "$rootfs/usr/local/bin/"
+cp -P "$pg_bin"/../lib/libpq.so* "$rootfs/usr/lib/x86_64-linux-gnu/"
 # The payload unpacked at build time: on the read-only root, svc only checks it (sea-runtime).
 SVC_RUNTIME_DIR="$rootfs/usr/local/lib/svc/runtime" "$rootfs/usr/local/bin/svc" --help >/dev/null
 

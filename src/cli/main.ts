@@ -1,4 +1,4 @@
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { ConfigError, type DatabaseRole, loadConfig } from '../config/index.ts';
 import { createLogger } from '../log/index.ts';
 import { registerAuditCommands } from './audit.ts';
@@ -86,7 +86,7 @@ program
     await runMigrate(config, createLogger(config.logLevel));
   });
 
-const db = program.command('db').description('Database connection helpers');
+const db = program.command('db').description('Database connection helpers, backup and restore');
 db.command('url')
   .description('Print the connection URL of one of the database roles')
   .addOption(
@@ -102,6 +102,44 @@ db.command('url')
     const config = configOrExit();
     const { runDbUrl } = await import('../app/database-commands.ts');
     await runDbUrl(config, createLogger('silent'), options.role, options.showPassword);
+  });
+
+db.command('backup')
+  .description(
+    'Write a pg_dump archive of svc\'s database and its manifest (install id, schema version, sha256); docs/operations.md "Backup and restore"',
+  )
+  .option(
+    '--out <file>',
+    'the archive to write; <file>.manifest.json goes beside it; never overwritten',
+  )
+  .option('--dir <directory>', 'write svc-<UTC time>.dump (and its manifest) into this directory')
+  .addOption(
+    new Option(
+      '--keep <n>',
+      'with --dir: keep the n newest backups there, delete older ones',
+    ).argParser((value) => {
+      const n = Number(value);
+      if (!/^\d+$/.test(value) || n < 1) {
+        throw new InvalidArgumentError('expected a whole number of at least 1');
+      }
+      return n;
+    }),
+  )
+  .action(async (options: { out?: string; dir?: string; keep?: number }) => {
+    const config = configOrExit();
+    const { runDbBackup } = await import('../app/backup-commands.ts');
+    await runDbBackup(config, createLogger('warn'), options);
+  });
+db.command('restore')
+  .description(
+    'Restore an archive of svc db backup into an empty database, after checking its manifest, checksum, install id and schema version',
+  )
+  .requiredOption('--from <file>', 'the archive; <file>.manifest.json must be beside it')
+  .option('--install-id <uuid>', 'the install the archive must belong to (default SVC_INSTALL_ID)')
+  .action(async (options: { from: string; installId?: string }) => {
+    const config = configOrExit();
+    const { runDbRestore } = await import('../app/backup-commands.ts');
+    await runDbRestore(config, createLogger('warn'), options.from, options.installId);
   });
 
 program

@@ -26,7 +26,11 @@ const BINARY_INPUTS = [
   'scripts/build.ts',
   'scripts/build-binary.ts',
 ];
-const IMAGE_INPUTS = ['scripts/build-image.sh', 'testcluster/versions.env'];
+const IMAGE_INPUTS = [
+  'scripts/build-image.sh',
+  'testcluster/versions.env',
+  '.ci/install-pg-client',
+];
 
 const CACHE = path.join(
   process.env.XDG_CACHE_HOME || path.join(homedir(), '.cache'),

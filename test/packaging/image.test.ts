@@ -3,6 +3,7 @@
 // real PostgreSQL on loopback (chroot shares the network namespace).
 import assert from 'node:assert/strict';
 import { execFile, spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { lstat, mkdir, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -10,7 +11,13 @@ import { after, before, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { freePort } from '../../src/db/embedded.ts';
-import { createTestDatabase, externalDatabaseEnv, type TestDatabase } from '../support/database.ts';
+import { ensureInstall } from '../../src/orchestrator/install.ts';
+import {
+  createTestDatabase,
+  externalDatabaseEnv,
+  type TestDatabase,
+  testServer,
+} from '../support/database.ts';
 import { builtImage, serveUntilHealthy, signInAndRead } from './artifacts.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -165,4 +172,53 @@ test('issue 17: svc serve from the image against a real PostgreSQL signs in and 
   t.diagnostic(
     `image archive ${((await stat(archive)).size / 2 ** 20).toFixed(1)} MiB, root filesystem ${(Number(rootfsBytes) / 2 ** 20).toFixed(1)} MiB; healthy after ${Math.round(served.healthyAfterMs)} ms`,
   );
+});
+
+test('svc db backup runs from the image as its user: its pg_dump fits the in-chart PostgreSQL 18', async () => {
+  const asUser = ['--userspec', user, rootfs];
+  for (const tool of ['pg_dump', 'pg_restore']) {
+    const version = await run(CHROOT, [...asUser, `/usr/local/bin/${tool}`, '--version'], {
+      env: imageEnv,
+    });
+    assert.match(version.stdout, new RegExp(`^${tool} \\(PostgreSQL\\) (1[89]|[2-9]\\d)\\.`));
+  }
+  const installId = randomUUID();
+  await ensureInstall(db.target, {
+    msspId: undefined,
+    msspName: 'Image MSSP',
+    installId,
+    installLabel: 'image',
+  });
+  const { superuser } = testServer();
+  const bootstrap = new URL('postgresql://placeholder/postgres');
+  bootstrap.hostname = superuser.host;
+  bootstrap.port = String(superuser.port);
+  bootstrap.username = encodeURIComponent(superuser.user);
+  bootstrap.password = encodeURIComponent(superuser.password);
+  const backup = spawnSync(
+    CHROOT,
+    [...asUser, '/usr/local/bin/svc', 'db', 'backup', '--out', '/tmp/image-backup.dump'],
+    {
+      env: {
+        ...imageEnv,
+        ...externalDatabaseEnv(db.target),
+        SVC_DATABASE_BOOTSTRAP_URL: bootstrap.toString(),
+      },
+      encoding: 'utf8',
+    },
+  );
+  try {
+    assert.equal(backup.status, 0, backup.stderr);
+    const manifest = JSON.parse(
+      await readFile(path.join(rootfs, 'tmp/image-backup.dump.manifest.json'), 'utf8'),
+    ) as { installId: string; archive: { bytes: number } };
+    assert.equal(manifest.installId, installId);
+    assert.equal(
+      (await stat(path.join(rootfs, 'tmp/image-backup.dump'))).size,
+      manifest.archive.bytes,
+    );
+  } finally {
+    await rm(path.join(rootfs, 'tmp/image-backup.dump'), { force: true });
+    await rm(path.join(rootfs, 'tmp/image-backup.dump.manifest.json'), { force: true });
+  }
 });

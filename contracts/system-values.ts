@@ -1,6 +1,7 @@
 import Type, { type Static } from 'typebox';
 import { DURATION_PATTERN } from './duration.ts';
 import { LlmPrices, OUTBOUND_HOST_PATTERN } from './outbound.ts';
+import { resources } from './resources.ts';
 import {
   LabelKeyPattern,
   LabelValue,
@@ -52,20 +53,6 @@ const Cidr = Type.String({
 const Port = Type.Integer({ minimum: 1, maximum: 65535 });
 /** An image digest (spec §9.3: pin by digest); empty means the tag. */
 const Digest = Type.String({ pattern: '^(sha256:[0-9a-f]{64})?$', default: '' });
-/** A Kubernetes quantity; YAML turns `cpu: 2` into a number, which Kubernetes accepts too. */
-const Quantity = Type.Union([
-  Type.String({ pattern: '^[0-9]+(\\.[0-9]+)?(m|k|M|G|T|Ki|Mi|Gi|Ti)?$' }),
-  Type.Number({ minimum: 0 }),
-]);
-
-const Compute = Type.Object({ cpu: Quantity, memory: Quantity }, closed);
-
-function resources(requests: Static<typeof Compute>, limits: Static<typeof Compute>) {
-  return Type.Object(
-    { requests: Compute, limits: Compute },
-    { ...closed, default: { requests, limits } },
-  );
-}
 
 export const SystemValues = Type.Object(
   {

@@ -20,7 +20,14 @@ export async function podNetns(
     });
   const { stdout } = await ctr('containers', 'ls', '--quiet');
   for (const id of stdout.split('\n').filter(Boolean)) {
-    const info = JSON.parse((await ctr('containers', 'info', id)).stdout) as {
+    // The kubelet removes containers all the time (a finished init container, a restarted
+    // one, another Pod's): one listed a moment ago may be gone now, and is not the sandbox sought.
+    const described = await ctr('containers', 'info', id).catch((error: { stderr?: string }) => {
+      if (/not found/.test(error.stderr ?? '')) return undefined;
+      throw error;
+    });
+    if (described === undefined) continue;
+    const info = JSON.parse(described.stdout) as {
       Labels?: Record<string, string>;
       Spec?: { linux?: { namespaces?: { type: string; path?: string }[] } };
     };

@@ -9,14 +9,12 @@
 // (publish.sh --no-github-release: there is no GitHub here; release.test.ts checks that step's
 // command in a dry run).
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { mkdir, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { ApiException, AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { createTestNamespace } from '../../testcluster/harness.ts';
@@ -29,26 +27,11 @@ import {
 } from '../policies/system-chart.ts';
 import { getTestCluster } from '../support/cluster.ts';
 import { builtBinary, builtImage } from './artifacts.ts';
+import { exec, ROOT } from './exec.ts';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const cluster = getTestCluster();
 const helm = path.join(cluster.binDir, 'helm');
 const OWNER = 'acme-mssp';
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function exec(bin: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(bin, args, { cwd: ROOT, env, maxBuffer: 64 * 2 ** 20 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 const version = (
   JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as {

@@ -3,7 +3,6 @@
 // publishing — do what the workflow relies on when run here (publishing as a dry run: the exact
 // commands; test/packaging/registry.test.ts publishes for real to a test registry).
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { constants } from 'node:fs';
 import {
@@ -20,27 +19,11 @@ import {
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 import { ensureBinaries } from '../../testcluster/harness.ts';
+import { exec, ROOT, type Run } from './exec.ts';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const cache = process.env.XDG_CACHE_HOME || path.join(homedir(), '.cache');
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function exec(bin: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(bin, args, { cwd: ROOT, env, maxBuffer: 64 * 2 ** 20 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 const actionlintVersion = /^version=(\S+)$/m.exec(
   await readFile(path.join(ROOT, '.ci/install-actionlint'), 'utf8'),

@@ -3,32 +3,15 @@
 // archive (its Debian packages from the label build-image.sh writes). Bad inputs exit non-zero
 // with a clear message and write nothing. The real image's SBOM is checked in signing.test.ts.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { access, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import type { Bom, Component } from '../../scripts/release/sbom.ts';
+import { exec, ROOT } from './exec.ts';
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const SCRIPT = path.join(ROOT, 'scripts/release/sbom.ts');
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function exec(bin: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(bin, args, { cwd: ROOT, env, maxBuffer: 64 * 2 ** 20 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
 
 const sbom = (args: string[], env: NodeJS.ProcessEnv = process.env) =>
   exec(process.execPath, ['--import', 'tsx', SCRIPT, ...args], env);

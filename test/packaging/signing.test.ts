@@ -4,33 +4,15 @@
 // release's public key — anonymously, as an MSSP would — and refuses another key, a tampered
 // chart and a push of signatures without credentials. docs/packaging.md "Verify".
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import type { Bom } from '../../scripts/release/sbom.ts';
 import { ensureBinaries } from '../../testcluster/harness.ts';
 import { type Registry, startRegistry } from '../../testcluster/registry/registry.ts';
 import { builtImage } from './artifacts.ts';
-
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function exec(bin: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(bin, args, { cwd: ROOT, env, maxBuffer: 64 * 2 ** 20 }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+import { exec, ROOT, type Run } from './exec.ts';
 
 async function ok(bin: string, args: string[], env?: NodeJS.ProcessEnv): Promise<Run> {
   const result = await exec(bin, args, env);

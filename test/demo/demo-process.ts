@@ -126,6 +126,26 @@ export async function eventually<T>(
   }
 }
 
+/**
+ * Signs in at a printed portal and waits until the demo's alerts have been triaged both ways:
+ * some incidents closed, some awaiting review; every one from a demo rule.
+ */
+export async function triagedIncidents(login: Login): Promise<void> {
+  const customer = await signIn(login);
+  const incidents = await eventually(
+    `closed and awaiting_review incidents at ${login.url}`,
+    async () => {
+      const res = await customer.tenant.incidents({ query: { limit: 100 } });
+      assert.equal(res.status, 200);
+      if (res.status !== 200) return undefined;
+      const statuses = new Set(res.body.items.map((i) => i.status));
+      return statuses.has('closed') && statuses.has('awaiting_review') ? res.body.items : undefined;
+    },
+    180_000,
+  );
+  for (const incident of incidents) assert.ok(DEMO_RULES.includes(incident.title), incident.title);
+}
+
 /** SIGINT, then (a demo that does not stop within `graceMs`) a second one: it kills at once. */
 export async function stopDemo(demo: Demo, graceMs = 120_000): Promise<void> {
   if (demo.child.exitCode !== null || demo.child.signalCode !== null) return;

@@ -7,14 +7,13 @@ import { after, before, test } from 'node:test';
 import { freePort } from '../../src/db/embedded.ts';
 import { isRunning } from '../../testcluster/harness.ts';
 import {
-  DEMO_RULES,
   type Demo,
   type DemoState,
-  eventually,
   portFree,
   printedLogins,
   signIn,
   startDemo,
+  triagedIncidents,
   waitForOutput,
 } from './demo-process.ts';
 
@@ -80,22 +79,7 @@ test("issue 16: alerts reach each portal's incident list, and triage both closes
   const portals = printedLogins(demo.output(), 'portal');
   assert.equal(portals.length, 2);
   for (const login of portals) {
-    const customer = await signIn(login);
-    const incidents = await eventually(
-      `closed and awaiting_review incidents at ${login.url}`,
-      async () => {
-        const res = await customer.tenant.incidents({ query: { limit: 100 } });
-        assert.equal(res.status, 200);
-        if (res.status !== 200) return undefined;
-        const statuses = new Set(res.body.items.map((i) => i.status));
-        return statuses.has('closed') && statuses.has('awaiting_review')
-          ? res.body.items
-          : undefined;
-      },
-      180_000,
-    );
-    for (const incident of incidents)
-      assert.ok(DEMO_RULES.includes(incident.title), incident.title);
+    await triagedIncidents(login);
   }
   const [staff] = printedLogins(demo.output(), 'console');
   assert.ok(staff);

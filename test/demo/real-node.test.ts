@@ -12,15 +12,14 @@ import { isRunning } from '../../testcluster/harness.ts';
 import { nodePaths } from '../../testcluster/node/configs.ts';
 import { mountsUnder, processesWithArg } from '../../testcluster/node/real-node.ts';
 import {
-  DEMO_RULES,
   type Demo,
   type DemoState,
-  eventually,
   portFree,
   printedLogins,
   signIn,
   startDemo,
   stopDemo,
+  triagedIncidents,
   waitForOutput,
 } from './demo-process.ts';
 
@@ -139,21 +138,7 @@ describe('issue 31: npm run demo -- --real-node', () => {
   }, async () => {
     const [login] = printedLogins(demo.output(), 'portal');
     assert.ok(login);
-    const customer = await signIn(login);
-    const incidents = await eventually(
-      `closed and awaiting_review incidents at ${login.url}`,
-      async () => {
-        const res = await customer.tenant.incidents({ query: { limit: 100 } });
-        assert.equal(res.status, 200);
-        if (res.status !== 200) return undefined;
-        const statuses = new Set(res.body.items.map((i) => i.status));
-        return statuses.has('closed') && statuses.has('awaiting_review')
-          ? res.body.items
-          : undefined;
-      },
-      180_000,
-    );
-    for (const incident of incidents) assert.ok(DEMO_RULES.includes(incident.title));
+    await triagedIncidents(login);
     console.log(
       `incidents closed and awaiting review ${((Date.now() - startedAt) / 1000).toFixed(1)} s ` +
         'after the demo started',

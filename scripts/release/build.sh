@@ -6,7 +6,7 @@
 # The charts are packaged by publish.sh, after the image is pushed: the published svc-system
 # pins the pushed image's digest (spec §9.3.1).
 #
-#   scripts/release/build.sh [--out dist/release] [--tag v0.1.0] [--unrecorded-ok]
+#   scripts/release/build.sh [--out dist/release] [--tag v0.2.0] [--unrecorded-ok]
 #
 # --tag (default $GITHUB_REF_NAME when it is a tag) must equal v<package.json version>. Both
 # charts' current versions must be frozen in charts/released.yaml

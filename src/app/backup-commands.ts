@@ -1,5 +1,4 @@
-import { readFileSync } from 'node:fs';
-import { assetPath } from '../assets/index.ts';
+import { svcVersion } from '../assets/index.ts';
 import type { Config } from '../config/index.ts';
 import {
   checkBackupTarget,
@@ -50,12 +49,6 @@ async function superuserTarget(
     superuser: { connectionString: db.bootstrapUrl },
     stop: () => runtime.stop(),
   };
-}
-
-/** svc's version, read as `svc --version` reads it: the orchestrator's module would load the Kubernetes client. */
-function svcVersion(): string {
-  return (JSON.parse(readFileSync(assetPath('packageJson'), 'utf8')) as { version: string })
-    .version;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse } from 'yaml';
-import { assetPath } from '../assets/index.ts';
+import { assetPath, svcVersion } from '../assets/index.ts';
 import { parseCompatList } from '../db/compat.ts';
 
 /**
@@ -10,11 +10,7 @@ import { parseCompatList } from '../db/compat.ts';
  * it needs no configuration and no database; blocked tenant versions are left out.
  */
 export function versionReport(): string {
-  // package.json as SYSTEM_VERSION reads it; importing that module would load the Kubernetes
-  // client just to print a line.
-  const { version } = JSON.parse(readFileSync(assetPath('packageJson'), 'utf8')) as {
-    version: string;
-  };
+  const version = svcVersion();
   const chart = parse(
     readFileSync(path.join(assetPath('charts'), 'svc-system', 'Chart.yaml'), 'utf8'),
   ) as { version: string };

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -47,4 +48,10 @@ export function assetRoot(env: NodeJS.ProcessEnv = process.env): string {
 export function assetPath(asset: Asset, env: NodeJS.ProcessEnv = process.env): string {
   const layout = BUNDLED || env.SVC_ASSETS_DIR ? BUNDLE_LAYOUT : SOURCE_LAYOUT;
   return path.join(assetRoot(env), layout[asset]);
+}
+
+/** svc's own version, package.json's: `svc --version`, the matrix's system side, `releases`. */
+export function svcVersion(env: NodeJS.ProcessEnv = process.env): string {
+  return (JSON.parse(readFileSync(assetPath('packageJson', env), 'utf8')) as { version: string })
+    .version;
 }

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import pg from 'pg';
-import { assetPath } from '../assets/index.ts';
+import { assetPath, svcVersion } from '../assets/index.ts';
 import { installJobQueueSchema } from './job-queue-schema.ts';
 
 export const SQL_DIR = assetPath('sql');
@@ -57,7 +57,7 @@ const LOCK_KEY = 727_001;
  */
 export async function migrate(
   admin: pg.ClientConfig,
-  options: { dir?: string; compatSql?: string } = {},
+  options: { dir?: string; compatSql?: string; version?: string } = {},
 ): Promise<MigrateResult> {
   const files = await readMigrations(options.dir);
   const compatSql = await readFile(options.compatSql ?? COMPAT_SQL, 'utf8');
@@ -80,6 +80,7 @@ export async function migrate(
     const applied = await client.query<{ version: number; name: string; checksum: string }>(
       'SELECT version, name, checksum FROM schema_migrations ORDER BY version',
     );
+    await refuseDowngrade(client, files, applied.rows, options.version ?? svcVersion());
     for (const row of applied.rows) {
       const file = files.find((f) => f.version === row.version);
       if (!file) {
@@ -123,12 +124,56 @@ export async function migrate(
       });
       result.compatibilitySynced = true;
     }
+    if (files.some((f) => f.name === RELEASES_MIGRATION)) {
+      await recordRelease(client, options.version ?? svcVersion(), files.length);
+    }
     await installJobQueueSchema(admin);
     return result;
   } finally {
     await client.query('SELECT pg_advisory_unlock($1)', [LOCK_KEY]).catch(() => undefined);
     await client.end();
   }
+}
+
+/**
+ * A database some newer svc migrated (levels this svc has no file for) is refused before
+ * anything is written, naming the version that wrote it: running older code on a newer schema
+ * is a downgrade, and svc has no down migrations (docs/packaging.md "Upgrade").
+ */
+async function refuseDowngrade(
+  client: pg.Client,
+  files: MigrationFile[],
+  applied: { version: number }[],
+  version: string,
+): Promise<void> {
+  const known = files.length;
+  const level = Math.max(0, ...applied.map((r) => r.version));
+  if (level <= known) return;
+  const writer = await client
+    .query<{ version: string }>(
+      `SELECT version FROM releases WHERE kind = 'system' AND schema_version = $1
+        ORDER BY last_migrated_at DESC NULLS LAST LIMIT 1`,
+      [level],
+    )
+    .then((r) => r.rows[0]?.version)
+    .catch(() => undefined);
+  throw new MigrationError(
+    `downgrade refused: this database is at schema level ${level}${writer ? `, written by svc ${writer}` : ''}; svc ${version} knows levels up to ${known}. Run svc ${writer ?? 'of that version'} or newer, or restore a backup taken before the upgrade (svc db restore)`,
+  );
+}
+
+/** The migration that gave `releases` its history columns; a test's own directory may lack it. */
+const RELEASES_MIGRATION = '0032_release_history.sql';
+
+/** Upserts this version's row of the install's history (`releases`, migration 0032). */
+async function recordRelease(client: pg.Client, version: string, level: number): Promise<void> {
+  await client.query(
+    `INSERT INTO releases (kind, version, schema_version, last_migrated_at)
+     VALUES ('system', $1, $2, now())
+     ON CONFLICT (kind, version) DO UPDATE
+       SET schema_version = excluded.schema_version, last_migrated_at = excluded.last_migrated_at`,
+    [version, level],
+  );
 }
 
 async function inTransaction(client: pg.Client, fn: () => Promise<void>): Promise<void> {

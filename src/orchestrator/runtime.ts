@@ -1,6 +1,5 @@
-import { readFileSync } from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { assetPath } from '../assets/index.ts';
+import { svcVersion } from '../assets/index.ts';
 import { createHelmRunner } from '../cluster/helm.ts';
 import { createNamespaceStore } from '../cluster/namespaces.ts';
 import type { SecretStore } from '../cluster/secrets.ts';
@@ -20,9 +19,7 @@ import type { InstallRecord } from './install.ts';
 import type { Orchestrator } from './orchestrator.ts';
 
 /** svc's own version: the `system_version` side of the compatibility matrix (spec §2.10). */
-export const SYSTEM_VERSION: string = JSON.parse(
-  readFileSync(assetPath('packageJson'), 'utf8'),
-).version;
+export const SYSTEM_VERSION: string = svcVersion();
 
 /** What the orchestrator is built from: configuration, the install record and live parts. */
 export interface OrchestratorParts {

@@ -68,13 +68,16 @@ test('an edited, already-applied migration is refused before anything is written
   await unlink(path.join(dir, next));
 });
 
-test('a missing, already-applied migration is refused', async () => {
-  const last = (await readMigrations(dir)).at(-1);
+test('a database migrated past the files this svc has is refused as a downgrade', async () => {
+  const files = await readMigrations(dir);
+  const last = files.at(-1);
   assert.ok(last);
   await rm(path.join(dir, last.name));
   await assert.rejects(
     migrate(clientConfig(target, 'admin'), options()),
-    /was applied to this database but is missing/,
+    new RegExp(
+      `^MigrationError: downgrade refused: this database is at schema level ${files.length}, written by svc [0-9.]+; svc [0-9.]+ knows levels up to ${files.length - 1}\\.`,
+    ),
   );
   await cp(path.join(SQL_DIR, last.name), path.join(dir, last.name));
 });
@@ -103,4 +106,57 @@ test('migration files must be dense and well named', async () => {
   await writeFile(path.join(dir, 'Bad Name.sql'), 'SELECT 1;');
   await assert.rejects(readMigrations(dir), /NNNN_words\.sql/);
   await rm(path.join(dir, 'Bad Name.sql'));
+});
+
+type ReleaseRow = { version: string; schema_version: number; last_migrated_at: string };
+
+async function releases(): Promise<ReleaseRow[]> {
+  const client = new pg.Client(clientConfig(target, 'admin'));
+  await client.connect();
+  try {
+    const { rows } = await client.query<ReleaseRow>(
+      `SELECT version, schema_version, last_migrated_at::text FROM releases
+        WHERE kind = 'system' ORDER BY installed_at, version`,
+    );
+    return rows;
+  } finally {
+    await client.end();
+  }
+}
+
+// Runs last: it leaves a newer level applied to the database.
+test('each version that migrates is recorded; an older svc on a newer database is refused as a downgrade', async () => {
+  const level = (await readMigrations(dir)).length;
+  // This version migrated in the first test; another run of it updates its row, adds none.
+  await migrate(clientConfig(target, 'admin'), { ...options(), version: '0.2.0' });
+  const before = await releases();
+  assert.ok(before.some((r) => r.version === '0.2.0' && r.schema_version === level));
+  const newer = `${String(level + 1).padStart(4, '0')}_from_the_future.sql`;
+  await writeFile(path.join(dir, newer), 'CREATE TABLE future_feature (id int);');
+  await migrate(clientConfig(target, 'admin'), { ...options(), version: '9.9.0' });
+  assert.deepEqual(
+    (await releases())
+      .filter((r) => r.version === '9.9.0')
+      .map((r) => [r.version, r.schema_version]),
+    [['9.9.0', level + 1]],
+  );
+  await rm(path.join(dir, newer));
+  const applied = await history();
+  await assert.rejects(
+    migrate(clientConfig(target, 'admin'), { ...options(), version: '0.2.0' }),
+    (error: Error) => {
+      assert.ok(error instanceof MigrationError);
+      assert.equal(
+        error.message,
+        `downgrade refused: this database is at schema level ${level + 1}, written by svc 9.9.0; svc 0.2.0 knows levels up to ${level}. Run svc 9.9.0 or newer, or restore a backup taken before the upgrade (svc db restore)`,
+      );
+      return true;
+    },
+  );
+  // Refused before anything was written: no history row, no release row touched.
+  assert.deepEqual(await history(), applied);
+  assert.deepEqual(
+    (await releases()).find((r) => r.version === '0.2.0'),
+    before.find((r) => r.version === '0.2.0'),
+  );
 });

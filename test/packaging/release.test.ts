@@ -106,6 +106,14 @@ test('issue 17: the release workflow runs on v* tags, pins actions by commit, le
   const uses = steps.flatMap((s) => (s.uses ? [s.uses] : []));
   assert.ok(uses.length >= 3);
   for (const u of uses) assert.match(u, /^[\w-]+\/[\w-]+@[0-9a-f]{40}$/, `${u} is pinned`);
+  // Each pin names its tag in a comment (what a reviewer checks with `git ls-remote --tags`; the
+  // tags themselves are out of reach here: docs/packaging.md "Release").
+  const raw = await readFile(path.join(ROOT, '.github/workflows/release.yml'), 'utf8');
+  const pinLines = raw.split('\n').filter((line) => /^\s*-?\s*uses:/.test(line));
+  assert.equal(pinLines.length, uses.length);
+  for (const line of pinLines) {
+    assert.match(line, /uses: [\w-]+\/[\w-]+@[0-9a-f]{40} # v\d+\.\d+\.\d+$/, line);
+  }
   const runs = steps.map((s) => s.run ?? '').join('\n');
   assert.match(runs, /scripts\/release\/build\.sh/);
   assert.match(runs, /scripts\/release\/publish\.sh/);
@@ -278,6 +286,75 @@ test('issue 32: package-charts.sh --image-digest pins svc-system to the image; b
   }
 });
 
+test('issue 32: package-charts.sh --tenant-reference names the tenant package by digest in svc-system; --only packages one chart; bad values are refused', async () => {
+  const out = path.join(work, 'tenant-ref');
+  const reference = `oci://registry.example.test:5000/acme/charts/svc-tenant@sha256:${'c'.repeat(64)}`;
+  const result = await exec(
+    'bash',
+    [
+      'scripts/release/package-charts.sh',
+      '--out',
+      out,
+      '--only',
+      'svc-system',
+      '--tenant-reference',
+      reference,
+    ],
+    helmEnv,
+  );
+  assert.equal(result.code, 0, result.stderr);
+  assert.deepEqual(result.stdout.trim().split('\n'), [path.join(out, `svc-system-${version}.tgz`)]);
+  assert.deepEqual(await readdir(out), [`svc-system-${version}.tgz`]);
+  const packaged = (
+    await exec('tar', [
+      '-xzOf',
+      path.join(out, `svc-system-${version}.tgz`),
+      'svc-system/values.yaml',
+    ])
+  ).stdout;
+  const values = parse(packaged) as { tenants: { packages: string[] }; image: { digest: string } };
+  assert.deepEqual(values.tenants.packages, [reference]);
+  assert.equal(values.image.digest, '', 'no --image-digest: the image is not pinned');
+
+  const tenantOnly = await exec(
+    'bash',
+    [
+      'scripts/release/package-charts.sh',
+      '--out',
+      path.join(work, 'tenant-only'),
+      '--only',
+      'svc-tenant',
+    ],
+    helmEnv,
+  );
+  assert.equal(tenantOnly.code, 0, tenantOnly.stderr);
+  assert.match(tenantOnly.stdout.trim(), /\/svc-tenant-[0-9.]+\.tgz$/);
+  assert.equal(tenantOnly.stdout.trim().split('\n').length, 1);
+
+  for (const [args, message] of [
+    [
+      ['--tenant-reference', reference.replace(/@sha256:.*/, ':0.1.0')],
+      /--tenant-reference must be oci:\/\/<host>\/<path>\/svc-tenant@sha256:<64 hex>/,
+    ],
+    [
+      ['--tenant-reference', reference.replace('svc-tenant', 'svc-system')],
+      /--tenant-reference must be/,
+    ],
+    [['--tenant-reference', reference.replace('oci://', 'https://')], /--tenant-reference must be/],
+    [['--only', 'both'], /--only takes svc-system or svc-tenant/],
+  ] as const) {
+    const bad = path.join(work, 'bad-tenant-ref');
+    const refused = await exec(
+      'bash',
+      ['scripts/release/package-charts.sh', '--out', bad, ...args],
+      helmEnv,
+    );
+    assert.equal(refused.code, 2, `${args.join(' ')}: ${refused.stderr}`);
+    assert.match(refused.stderr, message);
+    await assert.rejects(access(bad), 'nothing was packaged');
+  }
+});
+
 test('issue 17: checksums.sh writes SHA256SUMS that sha256sum -c verifies, and catches a change', async () => {
   const dir = path.join(work, 'sums');
   await mkdir(dir);
@@ -349,6 +426,10 @@ test('issue 32: publish.sh --dry-run prints the push, the digest-pinned charts a
   assert.equal(result.code, 0, result.stderr);
   const image = 'registry.example.test/acme-corp/svc';
   assert.match(result.stderr, new RegExp(`publish: image ${image}:${version}@${digest}`));
+  assert.match(
+    result.stderr,
+    /publish: tenant package oci:\/\/registry\.example\.test\/acme-corp\/charts\/svc-tenant@DIGEST_OF_THE_PUSHED_SVC_TENANT/,
+  );
   const script = (name: string) => path.join(ROOT, 'scripts/release', name);
   const signed = [
     `${dir}/svc-linux-x64`,
@@ -358,10 +439,12 @@ test('issue 32: publish.sh --dry-run prints the push, the digest-pinned charts a
   ];
   assert.deepEqual(result.stdout.trim().split('\n'), [
     `skopeo copy --all --digestfile ${dir}/svc-image.digest oci-archive:${dir}/svc-image.oci.tar:${version} docker://${image}:${version}`,
-    `bash ${script('package-charts.sh')} --out ${dir} --image-registry registry.example.test/acme-corp --image-digest ${digest}`,
+    // svc-tenant first: svc-system names it by the digest its push reports (known only then).
+    `bash ${script('package-charts.sh')} --out ${dir} --only svc-tenant`,
+    `helm push ${dir}/${charts[1]} oci://registry.example.test/acme-corp/charts`,
+    `bash ${script('package-charts.sh')} --out ${dir} --only svc-system --image-registry registry.example.test/acme-corp --image-digest ${digest} --tenant-reference oci://registry.example.test/acme-corp/charts/svc-tenant@DIGEST_OF_THE_PUSHED_SVC_TENANT`,
     `bash ${script('checksums.sh')} ${dir} svc-linux-x64 ${charts.join(' ')} ${sboms.join(' ')}`,
     `helm push ${dir}/${charts[0]} oci://registry.example.test/acme-corp/charts`,
-    `helm push ${dir}/${charts[1]} oci://registry.example.test/acme-corp/charts`,
     `gh release create v${version} --verify-tag --title svc\\ ${version} --notes-file ${dir}/RELEASE-NOTES.md ` +
       `${signed.join(' ')} ${signed.map((f) => `${f}.bundle`).join(' ')} ${dir}/cosign.pub`,
   ]);
@@ -378,7 +461,7 @@ test('issue 32: publish.sh --dry-run prints the push, the digest-pinned charts a
   assert.equal(registryOnly.code, 0, registryOnly.stderr);
   assert.deepEqual(
     registryOnly.stdout.trim().split('\n'),
-    result.stdout.trim().split('\n').slice(0, 5),
+    result.stdout.trim().split('\n').slice(0, 6),
   );
 
   // A real release without a signing key stops before logging in or pushing anything.

@@ -7084,6 +7084,12 @@ declare module 'zapatos/schema' {
       */
       kind: string;
       /**
+      * **releases.last_migrated_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      last_migrated_at: Date | null;
+      /**
       * **releases.notes**
       * - `text` in database
       * - Nullable, no default
@@ -7095,6 +7101,12 @@ declare module 'zapatos/schema' {
       * - Nullable, no default
       */
       released_at: Date | null;
+      /**
+      * **releases.schema_version**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      schema_version: number | null;
       /**
       * **releases.version**
       * - `text` in database
@@ -7116,6 +7128,12 @@ declare module 'zapatos/schema' {
       */
       kind: string;
       /**
+      * **releases.last_migrated_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      last_migrated_at: db.TimestampTzString | null;
+      /**
       * **releases.notes**
       * - `text` in database
       * - Nullable, no default
@@ -7127,6 +7145,12 @@ declare module 'zapatos/schema' {
       * - Nullable, no default
       */
       released_at: db.TimestampTzString | null;
+      /**
+      * **releases.schema_version**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      schema_version: number | null;
       /**
       * **releases.version**
       * - `text` in database
@@ -7148,6 +7172,12 @@ declare module 'zapatos/schema' {
       */
       kind?: string | db.Parameter<string> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment | db.ParentColumn>;
       /**
+      * **releases.last_migrated_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      last_migrated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
       * **releases.notes**
       * - `text` in database
       * - Nullable, no default
@@ -7159,6 +7189,12 @@ declare module 'zapatos/schema' {
       * - Nullable, no default
       */
       released_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | db.SQLFragment | db.ParentColumn>;
+      /**
+      * **releases.schema_version**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      schema_version?: number | db.Parameter<number> | db.SQLFragment | db.ParentColumn | db.SQLFragment<any, number | db.Parameter<number> | db.SQLFragment | db.ParentColumn>;
       /**
       * **releases.version**
       * - `text` in database
@@ -7180,6 +7216,12 @@ declare module 'zapatos/schema' {
       */
       kind: string | db.Parameter<string> | db.SQLFragment;
       /**
+      * **releases.last_migrated_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      last_migrated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment;
+      /**
       * **releases.notes**
       * - `text` in database
       * - Nullable, no default
@@ -7191,6 +7233,12 @@ declare module 'zapatos/schema' {
       * - Nullable, no default
       */
       released_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment;
+      /**
+      * **releases.schema_version**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      schema_version?: number | db.Parameter<number> | null | db.DefaultType | db.SQLFragment;
       /**
       * **releases.version**
       * - `text` in database
@@ -7212,6 +7260,12 @@ declare module 'zapatos/schema' {
       */
       kind?: string | db.Parameter<string> | db.SQLFragment | db.SQLFragment<any, string | db.Parameter<string> | db.SQLFragment>;
       /**
+      * **releases.last_migrated_at**
+      * - `timestamptz` in database
+      * - Nullable, no default
+      */
+      last_migrated_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment>;
+      /**
       * **releases.notes**
       * - `text` in database
       * - Nullable, no default
@@ -7223,6 +7277,12 @@ declare module 'zapatos/schema' {
       * - Nullable, no default
       */
       released_at?: (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, (db.TimestampTzString | Date) | db.Parameter<(db.TimestampTzString | Date)> | null | db.DefaultType | db.SQLFragment>;
+      /**
+      * **releases.schema_version**
+      * - `int4` in database
+      * - Nullable, no default
+      */
+      schema_version?: number | db.Parameter<number> | null | db.DefaultType | db.SQLFragment | db.SQLFragment<any, number | db.Parameter<number> | null | db.DefaultType | db.SQLFragment>;
       /**
       * **releases.version**
       * - `text` in database

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { after, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
+import { svcVersion } from '../../src/assets/index.ts';
 import { ensureBinaries } from '../../testcluster/harness.ts';
 import {
   mergeValues,
@@ -477,13 +478,13 @@ test('issue 17 §9.3 image digests pin svc, PostgreSQL and HAProxy; the adapter 
   for (const name of ['svc-api', 'svc-orchestrator', 'svc-worker']) {
     assert.equal(
       image('Deployment', name).image,
-      `registry.example.com/svc/svc:0.1.0@${digest('a')}`,
+      `registry.example.com/svc/svc:${svcVersion()}@${digest('a')}`,
     );
   }
   const adapterImage = image('Deployment', 'svc-api').env.find(
     (e: Manifest) => e.name === 'SVC_ADAPTER_IMAGE',
   );
-  assert.equal(adapterImage.value, `registry.example.com/svc/svc:0.1.0@${digest('a')}`);
+  assert.equal(adapterImage.value, `registry.example.com/svc/svc:${svcVersion()}@${digest('a')}`);
   assert.equal(
     image('StatefulSet', 'svc-postgres').image,
     `docker.io/library/postgres:18@${digest('b')}`,
@@ -495,7 +496,7 @@ test('issue 17 §9.3 image digests pin svc, PostgreSQL and HAProxy; the adapter 
   // Without a digest: the tag, as before.
   assert.equal(
     find(system, 'Deployment', 'svc-api').spec.template.spec.containers[0].image,
-    'registry.example.com/svc/svc:0.1.0',
+    `registry.example.com/svc/svc:${svcVersion()}`,
   );
 });
 

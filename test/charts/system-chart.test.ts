@@ -25,6 +25,7 @@ import {
 import { Compile } from 'typebox/compile';
 import { parse } from 'yaml';
 import { SystemValues } from '../../contracts/system-values.ts';
+import { svcVersion } from '../../src/assets/index.ts';
 import { SETTINGS } from '../../src/config/index.ts';
 import { readOrchestrator } from '../../src/config/orchestrator.ts';
 import { readOutbound } from '../../src/config/outbound.ts';
@@ -143,7 +144,7 @@ test('§2.9 API and orchestrator run svc serve with probes; the orchestrator loo
   const api = container(objects, 'Deployment', 'svc-api');
   const orchestrator = container(objects, 'Deployment', 'svc-orchestrator');
   for (const c of [api, orchestrator]) {
-    assert.equal(c.image, 'registry.example.com/svc/svc:0.1.0');
+    assert.equal(c.image, `registry.example.com/svc/svc:${svcVersion()}`);
     assert.equal(c.imagePullPolicy, 'IfNotPresent');
     assert.deepEqual(c.command, ['svc', 'serve']);
     assert.equal(c.readinessProbe?.httpGet?.path, '/healthz');

@@ -9,6 +9,7 @@ import {
   tenantSchedulingInput,
   tolerations,
 } from './scheduling.ts';
+import { TenantPackages } from './tenant-packages.ts';
 import { CANONICAL_UUID } from './uuid.ts';
 
 /**
@@ -226,6 +227,8 @@ export const SystemValues = Type.Object(
          * package's Deployment and StatefulSet names) an entry that replaces both for it.
          */
         scheduling: tenantSchedulingInput(true),
+        /** `oci://…/svc-tenant@sha256:…` tenant packages (`SVC_TENANT_PACKAGES`); empty: bundled. */
+        packages: TenantPackages,
       },
       closed,
     ),

@@ -3,12 +3,14 @@
 # the one script release.yml and test/packaging/registry.test.ts both run:
 #   1. the image archive to <registry>/<owner>/svc:<version> (skopeo copy), and checks that the
 #      registry holds it under the archive's own manifest digest;
-#   2. both charts, packaged now with svc-system pinning that digest (image.registry and
-#      image.digest, spec §9.3.1; package-charts.sh), and SHA256SUMS of the binary, the charts
-#      and the SBOMs build.sh wrote;
-#   3. with a cosign key, signatures of those files (FILE.bundle) and of the image, with its SBOM
-#      attested, in the registry (scripts/release/sign.sh), before any chart is pushed;
-#   4. both charts to oci://<registry>/<owner>/charts (helm push);
+#   2. svc-tenant, packaged, signed (with a cosign key) and pushed to
+#      oci://<registry>/<owner>/charts (helm push); its manifest digest as helm reports it must
+#      be what an anonymous reader is served;
+#   3. svc-system, packaged now pinning the image digest (image.registry and image.digest, spec
+#      §9.3.1) and the tenant package by digest (tenants.packages; package-charts.sh), and
+#      SHA256SUMS of the binary, the charts and the SBOMs build.sh wrote;
+#   4. with a cosign key, signatures of those files (FILE.bundle) and of the image, with its SBOM
+#      attested, in the registry (scripts/release/sign.sh), before svc-system is pushed there;
 #   5. a GitHub release v<version> with the binary, the charts, the SBOMs, SHA256SUMS, the
 #      bundles, cosign.pub and the notes (gh), unless --no-github-release (a registry-only
 #      publish: the tests have no GitHub). A GitHub release must be signed.
@@ -140,23 +142,59 @@ if [[ "$push" != 0 ]]; then
 fi
 echo "publish: image $image:$version@$expected" >&2
 
-# The charts and SHA256SUMS are written now, pinning the digest just checked.
+# svc-tenant first, signed before it is pushed: svc-system names it by the digest the registry
+# stores it under (tenants.packages, SVC_TENANT_PACKAGES), so an install pulls exactly it.
 [[ "$push" == 0 ]] || rm -f "$dir/SHA256SUMS" "${charts[@]/#/$dir/}" "$dir"/*.bundle
-step bash "$root/scripts/release/package-charts.sh" --out "$dir" \
-  --image-registry "$registry/$owner" --image-digest "$expected"
-step bash "$root/scripts/release/checksums.sh" "$dir" svc-linux-x64 "${charts[@]}" "${sboms[@]}"
-# Signed before any chart is pushed: nothing unsigned is published after the image.
-signed=("$dir/svc-linux-x64" "${charts[@]/#/$dir/}" "${sboms[@]/#/$dir/}" "$dir/SHA256SUMS")
+step bash "$root/scripts/release/package-charts.sh" --out "$dir" --only svc-tenant
+sign_opts=()
 if [[ -n "$cosign_key" ]]; then
-  sign_opts=(--key "$cosign_key" --public-key-out "$dir/cosign.pub" --image "$image@$expected")
-  [[ -f "$dir/sbom-image.cdx.json" ]] && sign_opts+=(--sbom "$dir/sbom-image.cdx.json")
+  sign_opts=(--key "$cosign_key")
   [[ -n "$ca_file" ]] && sign_opts+=(--ca-file "$ca_file")
   [[ "$push" == 0 ]] && sign_opts+=(--dry-run)
-  bash "$root/scripts/release/sign.sh" "${sign_opts[@]}" "${signed[@]}"
+  bash "$root/scripts/release/sign.sh" "${sign_opts[@]}" "$dir/${charts[1]}"
 fi
-for chart in "${charts[@]}"; do
-  step "$helm" push "${helm_tls[@]}" "$dir/$chart" "oci://$registry/$owner/charts"
-done
+charts_repo="oci://$registry/$owner/charts"
+tenant_repo="$registry/$owner/charts/svc-tenant"
+if [[ "$push" == 0 ]]; then
+  step "$helm" push "${helm_tls[@]}" "$dir/${charts[1]}" "$charts_repo"
+  tenant_digest=DIGEST_OF_THE_PUSHED_SVC_TENANT
+else
+  pushed_chart="$("$helm" push "${helm_tls[@]}" "$dir/${charts[1]}" "$charts_repo" 2>&1)" || {
+    echo "$pushed_chart" >&2
+    exit 1
+  }
+  echo "$pushed_chart" >&2
+  tenant_digest="$(sed -n 's/^Digest: \(sha256:[0-9a-f]\{64\}\)$/\1/p' <<<"$pushed_chart")"
+  # What an anonymous reader gets for the version: the manifest's own bytes, hashed here.
+  inspect_tls=()
+  [[ -n "$ca_file" ]] && inspect_tls=(--cert-dir "$auth")
+  served="$(skopeo inspect --raw --no-creds "${inspect_tls[@]}" "docker://$tenant_repo:$tenant_version" |
+    sha256sum | cut -d' ' -f1)" || {
+    echo "publish: cannot read $tenant_repo:$tenant_version back without credentials" >&2
+    exit 1
+  }
+  if [[ -z "$tenant_digest" || "sha256:$served" != "$tenant_digest" ]]; then
+    echo "publish: helm pushed svc-tenant as '${tenant_digest}', the registry serves sha256:$served" >&2
+    exit 1
+  fi
+fi
+echo "publish: tenant package oci://$tenant_repo@$tenant_digest" >&2
+
+# svc-system and SHA256SUMS are written now, pinning the image and tenant digests just checked.
+step bash "$root/scripts/release/package-charts.sh" --out "$dir" --only svc-system \
+  --image-registry "$registry/$owner" --image-digest "$expected" \
+  --tenant-reference "oci://$tenant_repo@$tenant_digest"
+step bash "$root/scripts/release/checksums.sh" "$dir" svc-linux-x64 "${charts[@]}" "${sboms[@]}"
+# Signed before svc-system is pushed: nothing unsigned is published after the image.
+signed=("$dir/svc-linux-x64" "${charts[@]/#/$dir/}" "${sboms[@]/#/$dir/}" "$dir/SHA256SUMS")
+if [[ -n "$cosign_key" ]]; then
+  sign_opts+=(--public-key-out "$dir/cosign.pub" --image "$image@$expected")
+  [[ -f "$dir/sbom-image.cdx.json" ]] && sign_opts+=(--sbom "$dir/sbom-image.cdx.json")
+  unsigned=("${signed[@]}")
+  unset 'unsigned[2]'
+  bash "$root/scripts/release/sign.sh" "${sign_opts[@]}" "${unsigned[@]}"
+fi
+step "$helm" push "${helm_tls[@]}" "$dir/${charts[0]}" "$charts_repo"
 
 [[ "$github" == 1 ]] || exit 0
 notes="$dir/RELEASE-NOTES.md"
@@ -164,8 +202,8 @@ notes="$dir/RELEASE-NOTES.md"
   [[ -f "$dir/NOTES.md" ]] && cat "$dir/NOTES.md" && echo
   echo "Image: \`$image:$version@$expected\`"
   echo
-  echo "Charts: \`oci://$registry/$owner/charts/svc-system\` $version (pins the image above) and"
-  echo "\`oci://$registry/$owner/charts/svc-tenant\` $tenant_version."
+  echo "Charts: \`oci://$registry/$owner/charts/svc-system\` $version (pins the image above and the"
+  echo "tenant package) and \`oci://$tenant_repo@$tenant_digest\` $tenant_version."
   echo
   echo "Verify downloads with: \`sha256sum -c --ignore-missing SHA256SUMS\`"
   echo

@@ -84,11 +84,11 @@ import {
   type ScrapeSources,
 } from '../metrics/registry.ts';
 import { type OutboundPolicy, type SafeFetchInit, safeFetch } from '../net/outbound-url.ts';
-import { BUNDLED_CHARTS_DIR, loadChartCatalog } from '../orchestrator/catalog.ts';
 import type { OrchestratorDeps, OrchestratorTiming, TenancyDeps } from '../orchestrator/context.ts';
 import { enrollmentCluster } from '../orchestrator/enrollment-cluster.ts';
 import { ensureInstall } from '../orchestrator/install.ts';
 import { createOrchestrator } from '../orchestrator/orchestrator.ts';
+import { loadTenantCatalog } from '../orchestrator/package-source.ts';
 import { orchestratorDeps, SYSTEM_VERSION, type TenancyRuntime } from '../orchestrator/runtime.ts';
 import { createTenantLocks } from '../orchestrator/tenant-locks.ts';
 import { valuesPreview } from '../orchestrator/values-preview.ts';
@@ -382,7 +382,11 @@ export async function composeOrchestration(
   const { config } = core;
   const o = config.orchestrator;
   const install = await ensureInstall(core.target, config.install);
-  const catalog = await loadChartCatalog(o.chartsDir ?? BUNDLED_CHARTS_DIR);
+  const catalog = await loadTenantCatalog({
+    orchestrator: o,
+    dataDir: config.dataDir,
+    logger: core.logger,
+  });
   const provisioning = createProvisioningService({
     db: core.db,
     system: core.system,

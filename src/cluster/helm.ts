@@ -103,6 +103,8 @@ interface Invocation {
   /** Written to helm's stdin (values for `-f -`). */
   input?: string;
   timeoutMs: number;
+  /** Resolve with stdout and stderr together (helm pull reports the digest on either). */
+  captureStderr?: boolean;
 }
 
 export function createHelmRunner(o: HelmRunnerOptions = {}): HelmRunner {
@@ -187,6 +189,39 @@ export function createHelmRunner(o: HelmRunnerOptions = {}): HelmRunner {
   };
 }
 
+export interface HelmPullOptions {
+  binary: string;
+  /** `oci://<host>/<path>@sha256:<hex>`: helm fetches that manifest and checks its bytes. */
+  reference: string;
+  /** The chart is unpacked to `<untarDir>/<chart name>`. */
+  untarDir: string;
+  /** PEM CA certificates for the registry besides the system roots. */
+  caFile?: string | undefined;
+  /** helm's registry credentials file; a file nobody logged into makes the pull anonymous. */
+  registryConfig: string;
+  /** The child's whole environment (helm's cache and config homes go here). */
+  env: NodeJS.ProcessEnv;
+  timeoutMs: number;
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * `helm pull <oci reference> --untar`. Resolves with the manifest digest helm reports having
+ * pulled (`Digest: sha256:…`), undefined when it printed none.
+ */
+export async function helmPull(o: HelmPullOptions): Promise<string | undefined> {
+  const args = ['pull', o.reference, '--untar', '--untardir', o.untarDir];
+  args.push('--registry-config', o.registryConfig, '--color', 'never');
+  if (o.caFile) args.push('--ca-file', o.caFile);
+  const output = await runHelm(
+    o.binary,
+    { operation: 'pull', args, timeoutMs: o.timeoutMs, captureStderr: true },
+    o.env,
+    o.signal,
+  );
+  return /^Digest: (sha256:[0-9a-f]{64})\s*$/m.exec(output)?.[1];
+}
+
 /**
  * `watcher` (kstatus) for install/upgrade/rollback. Uninstall waits with `legacy`: helm 4's
  * kstatus watcher intermittently reports a foreground-deleted resource as Terminating after it
@@ -268,7 +303,8 @@ function runHelm(
       cleanup();
       const text = stderr.toString('utf8').trim();
       if (code === 0 && !killedFor) {
-        resolve(Buffer.concat(stdout).toString('utf8'));
+        const out = Buffer.concat(stdout).toString('utf8');
+        resolve(inv.captureStderr ? `${out}\n${text}` : out);
         return;
       }
       const ownTimeout = /context deadline exceeded|timed out waiting/i.test(text);

@@ -7,6 +7,8 @@ import {
   type TenantScheduling,
   TenantSchedulingInput,
 } from '../../contracts/scheduling.ts';
+import { MAX_TENANT_PACKAGES, TENANT_PACKAGE_PATTERN } from '../../contracts/tenant-packages.ts';
+import { svcVersion } from '../assets/index.ts';
 import {
   ConfigError,
   duration,
@@ -26,6 +28,14 @@ export interface OrchestratorConfig {
   helmTimeoutMs: number;
   reconcileMs: number;
   chartsDir: string | undefined;
+  /**
+   * Tenant packages pulled from an OCI registry at start, each pinned by digest
+   * (SVC_TENANT_PACKAGES; docs/orchestrator.md "Tenant packages from a registry"). Empty: the
+   * charts under chartsDir (default the bundled ones).
+   */
+  tenantPackages: TenantPackageReference[];
+  /** PEM CA certificates helm trusts for that registry besides the system roots. */
+  tenantPackagesCaFile: string | undefined;
   installVersion: string | undefined;
   helmBinary: string;
   adapterImage: { repository: string; tag: string; digest: string };
@@ -40,6 +50,19 @@ export interface OrchestratorConfig {
   clusterDomain: string;
   defaultLlm: { provider: string; baseUrl: string; model: string };
 }
+
+/** One tenant package in a registry, by digest: `oci://<host>/<path>/svc-tenant@sha256:<hex>`. */
+export interface TenantPackageReference {
+  /** The whole reference, as helm pulls it. */
+  reference: string;
+  /** `<host>/<path>/svc-tenant`, without the scheme and digest. */
+  repository: string;
+  /** `sha256:<64 hex>`: the chart's manifest digest in that repository. */
+  digest: string;
+}
+
+const TENANT_PACKAGES_EXPECTED =
+  'oci://<host>[:port]/<path>/svc-tenant@sha256:<64 hex> references, separated by commas or spaces';
 
 const durationSetting = { schema: duration, expected: durationExpected } as const;
 
@@ -61,6 +84,14 @@ export const ORCHESTRATOR_SETTINGS = {
   SVC_TENANT_CHARTS_DIR: {
     schema: Type.String({ minLength: 1 }),
     expected: 'a directory holding svc-tenant chart directories',
+  },
+  SVC_TENANT_PACKAGES: {
+    schema: Type.String({ minLength: 1, maxLength: 8192 }),
+    expected: TENANT_PACKAGES_EXPECTED,
+  },
+  SVC_TENANT_PACKAGES_CA_FILE: {
+    schema: Type.String({ minLength: 1, maxLength: 4096 }),
+    expected: 'a PEM file of CA certificates for the registry SVC_TENANT_PACKAGES names',
   },
   SVC_TENANT_CHART_VERSION: {
     schema: Type.String({ pattern: '^[0-9]+\\.[0-9]+\\.[0-9]+(-[0-9A-Za-z.-]+)?$' }),
@@ -134,9 +165,10 @@ export function readOrchestrator(env: Env): OrchestratorConfig {
     helmTimeoutMs: ms('SVC_HELM_TIMEOUT', '10m'),
     reconcileMs: ms('SVC_RECONCILE_INTERVAL', '5m'),
     chartsDir: read(env, 'SVC_TENANT_CHARTS_DIR'),
+    ...tenantPackages(env),
     installVersion: read(env, 'SVC_TENANT_CHART_VERSION'),
     helmBinary: read(env, 'SVC_HELM_BIN') ?? 'helm',
-    adapterImage: parseImage(read(env, 'SVC_ADAPTER_IMAGE') ?? 'svc:0.1.0'),
+    adapterImage: parseImage(read(env, 'SVC_ADAPTER_IMAGE') ?? `svc:${svcVersion()}`),
     apiUrl: read(env, 'SVC_API_URL'),
     storageClassName: read(env, 'SVC_TENANT_STORAGE_CLASS') ?? '',
     tenantScheduling: tenantScheduling(read(env, 'SVC_TENANT_SCHEDULING')),
@@ -149,6 +181,54 @@ export function readOrchestrator(env: Env): OrchestratorConfig {
       model: read(env, 'SVC_LLM_MODEL') ?? '',
     },
   };
+}
+
+const TENANT_PACKAGE = new RegExp(TENANT_PACKAGE_PATTERN);
+
+/**
+ * SVC_TENANT_PACKAGES: every reference names the svc-tenant repository and pins one manifest
+ * digest (spec §9.1: what is installed is exactly what was published; a tag could move). A bad
+ * entry is refused by its position and text; so is a repeat, and SVC_TENANT_CHARTS_DIR beside
+ * it (two sources of the same versions).
+ */
+function tenantPackages(
+  env: Env,
+): Pick<OrchestratorConfig, 'tenantPackages' | 'tenantPackagesCaFile'> {
+  const text = read(env, 'SVC_TENANT_PACKAGES');
+  const caFile = read(env, 'SVC_TENANT_PACKAGES_CA_FILE');
+  if (text === undefined) {
+    if (caFile !== undefined) {
+      throw new ConfigError('SVC_TENANT_PACKAGES_CA_FILE: set without SVC_TENANT_PACKAGES');
+    }
+    return { tenantPackages: [], tenantPackagesCaFile: undefined };
+  }
+  if (read(env, 'SVC_TENANT_CHARTS_DIR') !== undefined) {
+    throw new ConfigError(
+      'SVC_TENANT_PACKAGES and SVC_TENANT_CHARTS_DIR are both set; tenant packages come from one source: unset one',
+    );
+  }
+  const entries = text.split(/[\s,]+/).filter((entry) => entry !== '');
+  const fail = (why: string): never => {
+    throw new ConfigError(`SVC_TENANT_PACKAGES: ${why}; expected ${TENANT_PACKAGES_EXPECTED}`);
+  };
+  if (entries.length === 0) fail('no reference');
+  if (entries.length > MAX_TENANT_PACKAGES) fail(`more than ${MAX_TENANT_PACKAGES} references`);
+  const seen = new Set<string>();
+  const packages = entries.map((entry, i) => {
+    const match = TENANT_PACKAGE.exec(entry);
+    if (!match) {
+      const hint = !entry.startsWith('oci://')
+        ? 'it does not start with oci://'
+        : !/@sha256:[0-9a-f]{64}$/.test(entry)
+          ? 'it is not pinned by @sha256:<64 hex> (a tag can move, so tags are not accepted)'
+          : 'its repository is not <host>[:port]/<path>/svc-tenant in lower case, without a tag';
+      fail(`entry ${i + 1} ${JSON.stringify(entry.slice(0, 300))}: ${hint}`);
+    }
+    if (seen.has(entry)) fail(`entry ${i + 1} ${JSON.stringify(entry)} is listed twice`);
+    seen.add(entry);
+    return { reference: entry, repository: match?.[1] ?? '', digest: match?.at(-1) ?? '' };
+  });
+  return { tenantPackages: packages, tenantPackagesCaFile: caFile };
 }
 
 const checkScheduling = Compile(TenantSchedulingInput);

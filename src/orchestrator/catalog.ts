@@ -9,6 +9,8 @@ export interface TenantChart {
   path: string;
   /** The chart's values.yaml, parsed (spec §2.9 defaults). */
   defaults: unknown;
+  /** Where it came from: its directory, or the `oci://…@sha256:…` reference it was pulled by. */
+  source: string;
 }
 
 export interface ChartCatalog {
@@ -19,31 +21,65 @@ export interface ChartCatalog {
 /** The repository's (and the container image's) own charts directory. */
 export const BUNDLED_CHARTS_DIR = assetPath('charts');
 
+/** A chart directory's name and version, or undefined when it has no readable Chart.yaml. */
+export async function readChartMeta(
+  chartDir: string,
+): Promise<{ name?: unknown; version?: unknown } | undefined> {
+  try {
+    return parse(await readFile(path.join(chartDir, 'Chart.yaml'), 'utf8')) ?? {};
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Every `svc-tenant` chart directly under `dir` (spec §9.1: the tenant package has its own
  * semver). svc ships one; an MSSP that keeps older versions beside it can upgrade between them,
  * and the compatibility matrix decides which moves are allowed (§9.2).
  */
 export async function loadChartCatalog(dir: string = BUNDLED_CHARTS_DIR): Promise<ChartCatalog> {
-  const charts = new Map<string, TenantChart>();
+  const found: { path: string; source: string }[] = [];
   for (const entry of await readdir(dir, { withFileTypes: true })) {
     if (!entry.isDirectory()) continue;
     const chartDir = path.join(dir, entry.name);
-    let meta: { name?: string; version?: string };
-    try {
-      meta = parse(await readFile(path.join(chartDir, 'Chart.yaml'), 'utf8')) ?? {};
-    } catch {
-      continue;
+    const meta = await readChartMeta(chartDir);
+    if (meta?.name !== 'svc-tenant' || typeof meta.version !== 'string') continue;
+    found.push({ path: chartDir, source: chartDir });
+  }
+  return catalogOf(found, dir);
+}
+
+/**
+ * A catalog of given `svc-tenant` chart directories (the pulled tenant packages,
+ * package-source.ts); each must be one, and no two may carry the same version.
+ */
+export async function catalogOf(
+  charts: { path: string; source: string }[],
+  where: string,
+): Promise<ChartCatalog> {
+  const byVersion = new Map<string, TenantChart>();
+  for (const chart of charts) {
+    const meta = await readChartMeta(chart.path);
+    if (meta?.name !== 'svc-tenant' || typeof meta.version !== 'string') {
+      throw new Error(`${chart.source} is not an svc-tenant chart`);
     }
-    if (meta.name !== 'svc-tenant' || typeof meta.version !== 'string') continue;
-    if (charts.has(meta.version))
-      throw new Error(`two svc-tenant charts of version ${meta.version} under ${dir}`);
-    const defaults: unknown = parse(await readFile(path.join(chartDir, 'values.yaml'), 'utf8'));
-    charts.set(meta.version, { version: meta.version, path: chartDir, defaults });
+    const twin = byVersion.get(meta.version);
+    if (twin) {
+      throw new Error(
+        `two svc-tenant charts of version ${meta.version} in ${where}: ${twin.source} and ${chart.source}`,
+      );
+    }
+    const defaults: unknown = parse(await readFile(path.join(chart.path, 'values.yaml'), 'utf8'));
+    byVersion.set(meta.version, {
+      version: meta.version,
+      path: chart.path,
+      defaults,
+      source: chart.source,
+    });
   }
   return {
-    versions: () => [...charts.keys()].sort(compareSemver),
-    get: (version) => charts.get(version),
+    versions: () => [...byVersion.keys()].sort(compareSemver),
+    get: (version) => byVersion.get(version),
   };
 }
 

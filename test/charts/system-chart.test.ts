@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
@@ -23,7 +24,7 @@ import {
   type V1StatefulSet,
 } from '@kubernetes/client-node';
 import { Compile } from 'typebox/compile';
-import { parse } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { SystemValues } from '../../contracts/system-values.ts';
 import { svcVersion } from '../../src/assets/index.ts';
 import { SETTINGS } from '../../src/config/index.ts';
@@ -1177,4 +1178,36 @@ test('issue 31 scheduling.nodeSelector and .tolerations reach every pod of the r
     render({ scheduling: { nodeSelector: {}, tolerations: [{ key: 'a', operator: 'Maybe' }] } }),
     /operator/,
   );
+});
+
+test('issue 32: a new chart version leaves the database pod template alone (no PostgreSQL restart on upgrade)', async () => {
+  const work = await mkdtemp(join(tmpdir(), 'svc-system-bumped-'));
+  try {
+    const bumped = join(work, 'svc-system');
+    await cp(systemChart, bumped, { recursive: true, dereference: true });
+    const chartYaml = join(bumped, 'Chart.yaml');
+    await writeFile(
+      chartYaml,
+      (await readFile(chartYaml, 'utf8'))
+        .replace(/^version: .*$/m, 'version: 9.9.9')
+        .replace(/^appVersion: .*$/m, 'appVersion: "9.9.9"'),
+    );
+    const renderFrom = async (chart: string) =>
+      parseAllDocuments(
+        await helmWithValues(helm, ['template', 'svc', chart, '--namespace', ns], sample),
+      ).map((doc) => doc.toJS() as KubernetesObject);
+    const [now, next] = await Promise.all([renderFrom(systemChart), renderFrom(bumped)]);
+    const template = (objects: KubernetesObject[]) =>
+      find<V1StatefulSet>(objects, 'StatefulSet', 'svc-postgres').spec?.template;
+    assert.deepEqual(template(next), template(now));
+    // The svc workloads do roll (their image tag follows the version): the labels still say which.
+    assert.equal(
+      find<V1Deployment>(next, 'Deployment', 'svc-api').spec?.template.metadata?.labels?.[
+        'app.kubernetes.io/version'
+      ],
+      '9.9.9',
+    );
+  } finally {
+    await rm(work, { recursive: true, force: true });
+  }
 });

@@ -9,7 +9,9 @@
 // (publish.sh --no-github-release: there is no GitHub here; release.test.ts checks that step's
 // command in a dry run).
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { once } from 'node:events';
 import { mkdir, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -25,13 +27,25 @@ import {
   sampleValues,
   type Values,
 } from '../policies/system-chart.ts';
+import {
+  createTenantVia,
+  svcProcessEnv,
+  tenantConfig,
+  tenantRow,
+  uniqueSlug,
+  useOrchestration,
+  waitForStep,
+} from '../provisioning/support.ts';
 import { getTestCluster } from '../support/cluster.ts';
+import { testStorageClass } from '../support/volumes.ts';
 import { builtBinary, builtImage } from './artifacts.ts';
 import { exec, ROOT } from './exec.ts';
 
 const cluster = getTestCluster();
 const helm = path.join(cluster.binDir, 'helm');
 const OWNER = 'acme-mssp';
+/** A database, install namespace and API for the tenant tests; their orchestrator is an OS process. */
+const o = useOrchestration({ run: false });
 
 const version = (
   JSON.parse(await readFile(path.join(ROOT, 'package.json'), 'utf8')) as {
@@ -52,6 +66,8 @@ let release: string;
 let archiveDigest: string;
 /** A helm registry config nobody logged into: every helm call below is anonymous. */
 let anonymousHelm: string[];
+/** `oci://…/svc-tenant@sha256:…`: the published tenant package, as svc-system names it. */
+let tenantPackage: string;
 
 before(async () => {
   work = await mkdtemp(path.join(tmpdir(), 'svc-registry-test-'));
@@ -223,6 +239,8 @@ test('issue 32: publish.sh pushes the image and both charts; anyone pulls them; 
   const system = await manifestOf(`${charts}/svc-system:${version}`);
   assert.equal(system.manifest.config?.mediaType, 'application/vnd.cncf.helm.config.v1+json');
   const tenant = await manifestOf(`${charts}/svc-tenant:${tenantVersion}`);
+  tenantPackage = `oci://${charts}/svc-tenant@${tenant.digest}`;
+  assert.match(published.stderr, new RegExp(`tenant package ${escapeRegExp(tenantPackage)}`));
   const pulled = path.join(work, 'pulled');
   await mkdir(pulled);
   const pull = (ref: string, extra: string[] = []) =>
@@ -268,8 +286,14 @@ test('issue 32: publish.sh pushes the image and both charts; anyone pulls them; 
   const values = parse(
     (await exec('tar', ['-xzOf', path.join(pulled, pulledSystem), 'svc-system/values.yaml']))
       .stdout,
-  ) as { image: { registry: string; digest: string }; database: { image: { digest: string } } };
+  ) as {
+    image: { registry: string; digest: string };
+    database: { image: { digest: string } };
+    tenants: { packages: string[] };
+  };
   assert.equal(values.image.registry, `${registry.host}/${OWNER}`);
+  // …and name the tenant package svc installs by the digest the registry stores it under.
+  assert.deepEqual(values.tenants.packages, [tenantPackage]);
   assert.equal(values.image.digest, archiveDigest);
   assert.equal(values.database.image.digest, '', 'only svc image is rewritten');
   const pinned = `${imageRef}:${version}@${archiveDigest}`;
@@ -317,6 +341,10 @@ test('issue 32: helm install oci://…/svc-system@<digest> from the registry, an
       const deployment = await apps.readNamespacedDeployment({ name, namespace });
       const images = deployment.spec?.template.spec?.containers.map((c) => c.image);
       assert.deepEqual(images, [pinned], name);
+      // The tenant package the installed svc pulls: the published one, by digest.
+      const env = deployment.spec?.template.spec?.containers[0]?.env ?? [];
+      const packages = env.find((e) => e.name === 'SVC_TENANT_PACKAGES')?.value;
+      assert.equal(packages, tenantPackage, name);
     }
     const list = await exec(helm, [
       'list',
@@ -358,6 +386,118 @@ function operatorValues(namespace: string): Values {
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
+
+/** `svc orchestrator` as its own OS process on this file's database, install and cluster. */
+function startOrchestrator(dataDir: string, packages: string) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'orchestrator'], {
+    cwd: ROOT,
+    env: svcProcessEnv(o, dataDir, {
+      SVC_LOG_LEVEL: 'info',
+      SVC_HELM_BIN: helm,
+      SVC_TENANT_STORAGE_CLASS: testStorageClass,
+      SVC_ADAPTER_IMAGE: 'registry.test/svc-adapter:0.1.0',
+      SVC_API_URL: o.deps.settings.apiUrl,
+      SVC_ORCHESTRATOR_POLL: '200ms',
+      SVC_TENANT_PACKAGES: packages,
+      SVC_TENANT_PACKAGES_CA_FILE: registry.caFile,
+    }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (d) => {
+    output += d;
+  });
+  child.stderr.on('data', (d) => {
+    output += d;
+  });
+  const exited = once(child, 'exit').then(([code]) => code as number | null);
+  return { child, exited, output: () => output };
+}
+
+test('issue 32: an orchestrator given the published tenant package by digest pulls it from the registry, anonymously, and installs tenants from it', {
+  timeout: 400_000,
+}, async () => {
+  assert.ok(tenantPackage, 'the publish test ran first');
+  const dataDir = await mkdtemp(path.join(work, 'orchestrator-'));
+  const slug = uniqueSlug('oci');
+  const id = await createTenantVia(o, tenantConfig(slug));
+  const run = startOrchestrator(dataDir, tenantPackage);
+  try {
+    await waitForStep(o, id, 'step:package_installed');
+  } catch (error) {
+    throw new Error(`${(error as Error).message}\n${run.output()}`);
+  } finally {
+    run.child.kill('SIGTERM');
+    await run.exited;
+  }
+  // Where it came from: logged with the reference, and the pulled chart kept by its digest.
+  const logged = run
+    .output()
+    .split('\n')
+    .filter((line) => line.includes('tenant package from the registry'))
+    .map((line) => JSON.parse(line) as { reference: string; version: string });
+  assert.deepEqual(
+    logged.map((l) => [l.reference, l.version]),
+    [[tenantPackage, tenantVersion]],
+  );
+  const digestHex = tenantPackage.split('@sha256:')[1] ?? '';
+  const pulled = path.join(dataDir, 'tenant-packages', digestHex);
+  assert.equal(await readFile(path.join(pulled, '.svc-pulled-digest'), 'utf8'), tenantPackage);
+  const pulledChart = parse(
+    await readFile(path.join(pulled, 'svc-tenant', 'Chart.yaml'), 'utf8'),
+  ) as { name: string; version: string };
+  assert.deepEqual([pulledChart.name, pulledChart.version], ['svc-tenant', tenantVersion]);
+  // The tenant's release is that chart: helm's own record of what it installed.
+  const metadata = await exec(helm, [
+    'get',
+    'metadata',
+    'svc-tenant',
+    '--namespace',
+    `tenant-${slug}`,
+    '--kubeconfig',
+    cluster.kubeconfigPath,
+    '-o',
+    'json',
+  ]);
+  assert.equal(metadata.code, 0, metadata.stderr);
+  const release = JSON.parse(metadata.stdout) as { chart: string; version: string };
+  assert.deepEqual([release.chart, release.version], ['svc-tenant', tenantVersion]);
+  assert.equal((await tenantRow(o, id))?.chart_version, tenantVersion);
+});
+
+test('issue 32: a tenant package digest the registry does not hold stops the orchestrator with the reference named; nothing is kept', {
+  timeout: 120_000,
+}, async () => {
+  assert.ok(tenantPackage, 'the publish test ran first');
+  const repository = tenantPackage.split('@')[0] ?? '';
+  const system = await manifestOf(`${registry.host}/${OWNER}/charts/svc-system:${version}`);
+  for (const digest of [`sha256:${randomBytes(32).toString('hex')}`, system.digest]) {
+    const wrong = `${repository}@${digest}`;
+    const dataDir = await mkdtemp(path.join(work, 'refused-'));
+    const run = startOrchestrator(dataDir, wrong);
+    assert.equal(await run.exited, 1, run.output());
+    assert.match(
+      run.output(),
+      new RegExp(
+        `^svc: SVC_TENANT_PACKAGES: ${escapeRegExp(wrong)}: cannot pull it: .*(not found|manifest unknown)`,
+        'im',
+      ),
+    );
+    assert.deepEqual(
+      (await readdir(path.join(dataDir, 'tenant-packages'))).filter((f) => f !== '.helm'),
+      [],
+      'no pulled package is left',
+    );
+  }
+  // A reference that is not one never reaches the registry: the configuration is refused.
+  const dataDir = await mkdtemp(path.join(work, 'tagged-'));
+  const tagged = startOrchestrator(dataDir, `${repository}:${tenantVersion}`);
+  assert.equal(await tagged.exited, 2, tagged.output());
+  assert.match(
+    tagged.output(),
+    /^svc: invalid configuration: SVC_TENANT_PACKAGES: entry 1 .* it is not pinned by @sha256:<64 hex>/m,
+  );
+});
 
 test('issue 32: stop() ends the registry and its token server and removes their files', async () => {
   const { host } = registry;

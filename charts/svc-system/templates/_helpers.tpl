@@ -10,6 +10,19 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end }}
 
+{{/*
+svc.labels without the version and chart labels, for a pod template that must not change when
+only the chart's version does: the database's. A changed template makes the StatefulSet
+replace svc-postgres-0, so every upgrade would restart PostgreSQL (found by
+test/realnode/upgrade.test.ts; docs/packaging.md "Upgrade").
+*/}}
+{{- define "svc.stableLabels" -}}
+app.kubernetes.io/name: svc
+app.kubernetes.io/part-of: svc
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
 {{/* Selector labels of one component: (list $ "api"). */}}
 {{- define "svc.selector" -}}
 app.kubernetes.io/name: svc
@@ -127,6 +140,15 @@ orchestrator differ only in SVC_ORCHESTRATOR, which each Deployment sets itself.
   value: {{ .Values.tenants.decommissionGrace | quote }}
 - name: SVC_TENANT_RETENTION
   value: {{ .Values.tenants.retention | quote }}
+{{- with .Values.tenants.packages }}
+{{- /* Pulled by digest at start into the data volume; the registry's CA is outbound.caBundle. */}}
+- name: SVC_TENANT_PACKAGES
+  value: {{ join "," . | quote }}
+{{- if $.Values.outbound.caBundle }}
+- name: SVC_TENANT_PACKAGES_CA_FILE
+  value: /etc/svc/outbound-ca/ca.pem
+{{- end }}
+{{- end }}
 {{- if .Values.outbound.caBundle }}
 - name: SVC_OUTBOUND_CA_FILE
   value: /etc/svc/outbound-ca/ca.pem

@@ -90,7 +90,11 @@ test('backup.enabled renders a CronJob running `svc db backup --dir --keep` into
   const apiPod = api.spec?.template.spec;
   const apiContainer = apiPod?.containers[0] as V1Container;
   assert.equal(backup.image, apiContainer.image);
-  assert.deepEqual(pod?.securityContext, apiPod?.securityContext);
+  // The API's, plus fsGroupChangePolicy: earlier archives stay 0600 (templates/backup.yaml).
+  assert.deepEqual(pod?.securityContext, {
+    ...apiPod?.securityContext,
+    fsGroupChangePolicy: 'OnRootMismatch',
+  });
   assert.equal(pod?.securityContext?.runAsNonRoot, true);
   assert.equal(pod?.securityContext?.fsGroup, 10001, 'the volume is writable by svc');
   assert.deepEqual(backup.securityContext, apiContainer.securityContext);

@@ -32,7 +32,7 @@ const IMAGE_INPUTS = [
   '.ci/install-pg-client',
 ];
 
-const CACHE = path.join(
+export const CACHE = path.join(
   process.env.XDG_CACHE_HOME || path.join(homedir(), '.cache'),
   'svc',
   'packaging',
@@ -54,28 +54,38 @@ async function digestOf(inputs: string[]): Promise<string> {
   return hash.digest('hex').slice(0, 16);
 }
 
-/** Runs `command` once for `dir` under a lock, unless an earlier run finished (its stamp). */
-async function once(dir: string, command: string): Promise<void> {
+/**
+ * Runs `command` once for `dir` under a lock (default the cache's one), unless an earlier run
+ * finished (its stamp).
+ */
+export async function once(
+  dir: string,
+  command: string,
+  lock = path.join(CACHE, '.lock'),
+): Promise<void> {
   await mkdir(dir, { recursive: true });
   const stamp = path.join(dir, 'complete');
   await run(
     'flock',
-    [
-      path.join(CACHE, '.lock'),
-      'bash',
-      '-c',
-      `[ -f '${stamp}' ] || { ${command} && touch '${stamp}'; }`,
-    ],
+    [lock, 'bash', '-c', `[ -f '${stamp}' ] || { ${command} && touch '${stamp}'; }`],
     { cwd: ROOT, maxBuffer: 64 * 2 ** 20 },
   );
 }
 
-/** Removes what older inputs built beside `keep`: each binary is 170 MiB. */
+/**
+ * Removes what older inputs built beside `keep`: each binary is 170 MiB. An older release's
+ * build (`old-<sha>`, test/realnode/fixtures/old-release.ts) stays.
+ */
 async function pruneBeside(keep: string): Promise<void> {
   const parent = path.dirname(keep);
   const prefix = path.basename(parent) === 'packaging' ? '' : 'image-';
   for (const entry of await readdir(parent)) {
-    if (entry === path.basename(keep) || entry.startsWith('.') || !entry.startsWith(prefix))
+    if (
+      entry === path.basename(keep) ||
+      entry.startsWith('.') ||
+      entry.startsWith('old-') ||
+      !entry.startsWith(prefix)
+    )
       continue;
     await rm(path.join(parent, entry), { recursive: true, force: true });
   }

@@ -32,10 +32,20 @@ export interface ProjectorDeps {
   sweepMs: number;
   /** Tenants folded at once (each holds one pooled connection while it folds). */
   concurrency: number;
+  /**
+   * Batches one tenant folds before it yields its slot to the tenants waiting behind it
+   * (default TURN_BATCHES): a tenant with a large backlog takes turns instead of holding a slot
+   * until it has caught up, so its backlog does not become every other tenant's lag.
+   */
+  turnBatches?: number;
 }
+
+/** Four batches (4,000 events at the default batch size) per turn: see ProjectorDeps.turnBatches. */
+export const TURN_BATCHES = 4;
 
 export function createProjector(deps: ProjectorDeps): Projector {
   const { projections, logger } = deps;
+  const turnBatches = deps.turnBatches ?? TURN_BATCHES;
   const known = new Set<string>();
   const dirty = new Set<string>();
   const running = new Map<string, Promise<void>>();
@@ -58,16 +68,26 @@ export function createProjector(deps: ProjectorDeps): Projector {
     for (const resolve of wake.splice(0)) resolve();
   }
 
-  /** Folds the tenant batch by batch until it is caught up and no notice came meanwhile. */
+  /**
+   * Folds the tenant batch by batch until it is caught up and no notice came meanwhile, or
+   * until its turn is over: then it goes to the back of the waiting tenants (a Set keeps
+   * insertion order, and pump takes from the front), so every tenant marked before it is
+   * folded first.
+   */
   async function run(tenantId: string): Promise<void> {
     try {
-      while (!stopped) {
+      for (let batches = 0; !stopped; ) {
         dirty.delete(tenantId);
         const outcome = await projections.foldNext(tenantId);
         // Held elsewhere: that projector folds, and it had the same notices.
         if (outcome.kind === 'locked') return;
         folded += outcome.events;
         if (outcome.caughtUp && !dirty.has(tenantId)) return;
+        if (++batches >= turnBatches) {
+          dirty.delete(tenantId);
+          dirty.add(tenantId);
+          return;
+        }
       }
     } catch (error) {
       // Not retried at once (a lost database would make that a busy loop): the sweep asks again.

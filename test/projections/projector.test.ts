@@ -238,3 +238,59 @@ test('§5.7 isolation: B’s projections never hold A’s data, and a fold in A�
   );
   assert.equal(JSON.stringify(await projectionRows(db, b)), rowsB, 'B unchanged');
 });
+
+test('issue 33 fairness: a tenant with a backlog folds in turns, so a tenant marked behind it waits one turn, not the whole backlog', async () => {
+  const [flood = '', quiet = ''] = await tenants(2);
+  const random = seeded(33);
+  // About 30 events per batch of 5: the backlog is many turns long.
+  await randomTraffic(db.app, flood, 150, random);
+  await randomTraffic(db.app, quiet, 3, random);
+  const real = service(5);
+  const calls: string[] = [];
+  let markedAt = -1;
+  let p: Projector | undefined;
+  const recording: ProjectionService = {
+    ...real,
+    foldNext: async (tenantId) => {
+      calls.push(tenantId);
+      // The quiet tenant is marked while the flood's first batch folds (once the projector has
+      // given the flood the only slot, after this call returns its promise): it queues behind it.
+      if (tenantId === flood && markedAt < 0) {
+        markedAt = calls.length;
+        await new Promise((resolve) => setImmediate(resolve));
+        void p?.catchUp([quiet]);
+      }
+      return real.foldNext(tenantId);
+    },
+  };
+  const turnBatches = 3;
+  p = createProjector({
+    projections: recording,
+    events: hub,
+    logger,
+    sweepMs: 3_600_000,
+    concurrency: 1,
+    turnBatches,
+  });
+  await p.start();
+  try {
+    await p.catchUp([flood, quiet]);
+  } finally {
+    await p.stop();
+  }
+  assert.ok(markedAt > 0, 'the flood tenant was folded');
+  const next = calls.indexOf(quiet, markedAt);
+  assert.ok(next > 0, 'the quiet tenant was folded after it was marked');
+  const floodBatchesBetween = calls.slice(markedAt, next).filter((id) => id === flood).length;
+  assert.ok(
+    floodBatchesBetween <= turnBatches - 1,
+    `the flood folded ${floodBatchesBetween} more batches before the quiet tenant's turn (its turn is ${turnBatches})`,
+  );
+  assert.ok(
+    calls.filter((id) => id === flood).length > 3 * turnBatches,
+    'the flood needed several turns (the test would not show a difference otherwise)',
+  );
+  const folded = await snapshot([flood, quiet]);
+  await rebuildAll([flood, quiet]);
+  assert.deepEqual(await snapshot([flood, quiet]), folded, 'turns fold every event once');
+});

@@ -24,6 +24,12 @@ export async function installJobQueueSchema(admin: pg.ClientConfig): Promise<voi
       GRANT USAGE, SELECT, UPDATE ON ALL SEQUENCES IN SCHEMA ${JOB_QUEUE_SCHEMA} TO svc_app;
       GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA ${JOB_QUEUE_SCHEMA} TO svc_app;
       REVOKE ALL ON SCHEMA ${JOB_QUEUE_SCHEMA} FROM PUBLIC;`);
+    // Enqueueing ranks a job among its tenant's waiting ones (src/domains/jobs/job-repository.ts,
+    // fairness): this index keeps that count to the tenant's own waiting jobs.
+    await pool.query(`
+      CREATE INDEX IF NOT EXISTS svc_jobs_waiting_by_tenant
+        ON ${JOB_QUEUE_SCHEMA}._private_jobs ((payload->>'tenant_id'))
+        WHERE locked_at IS NULL`);
     // graphile-worker enables RLS on its private tables (no policy: only their owner may use
     // them). svc_app runs the queue, so it gets a policy on each; none of them is tenant data.
     await pool.query(`

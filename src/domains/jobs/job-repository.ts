@@ -7,6 +7,13 @@ import type { JobSpec, QueuedPayload } from './job-types.ts';
  * change that asks for them, or not at all (no job for an event that rolled back, no event
  * without its job). One statement for the whole list. Keys keep the pending job's run time
  * (`job_key_preserve_run_at`), so a burst that enqueues the same key runs it once.
+ *
+ * Fair between tenants: a job's priority is its rank among its tenant's jobs not yet taken
+ * (0 for a tenant with none waiting), and workers take the lowest priority first, then the
+ * oldest. So every tenant's n-th waiting job runs in round n: a tenant that queues a thousand
+ * investigations at once does not make the next tenant's first one wait for all of them
+ * (docs/jobs.md "Fairness"). The count reads the queue's own table through the
+ * `svc_jobs_waiting_by_tenant` index (src/db/job-queue-schema.ts).
  */
 export async function enqueueJobs(tx: TenantTx, jobs: readonly JobSpec[]): Promise<void> {
   if (jobs.length === 0) return;
@@ -26,10 +33,18 @@ export async function enqueueJobs(tx: TenantTx, jobs: readonly JobSpec[]): Promi
     };
   });
   await tx.query(
-    `SELECT 1 FROM graphile_worker.add_jobs(
-       ARRAY(SELECT (s.identifier, s.payload, NULL, s.run_at, s.max_attempts, s.job_key, NULL, NULL)::graphile_worker.job_spec
-               FROM json_to_recordset($1::json)
-                 AS s(identifier text, payload json, run_at timestamptz, max_attempts int, job_key text)),
+    `WITH s AS (
+       SELECT s.*, row_number() OVER (PARTITION BY s.payload->>'tenant_id' ORDER BY s.ord) - 1 AS n
+         FROM ROWS FROM (json_to_recordset($1::json)
+                AS (identifier text, payload json, run_at timestamptz, max_attempts int, job_key text))
+              WITH ORDINALITY AS s(identifier, payload, run_at, max_attempts, job_key, ord))
+     SELECT 1 FROM graphile_worker.add_jobs(
+       ARRAY(SELECT (s.identifier, s.payload, NULL, s.run_at, s.max_attempts, s.job_key,
+                     least(32767, s.n + (SELECT count(*) FROM graphile_worker._private_jobs j
+                                          WHERE j.locked_at IS NULL
+                                            AND j.payload->>'tenant_id' = s.payload->>'tenant_id')),
+                     NULL)::graphile_worker.job_spec
+               FROM s ORDER BY s.ord),
        true)`,
     [JSON.stringify(specs)],
   );

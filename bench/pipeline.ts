@@ -18,11 +18,18 @@
  *      (wall − model time) / wall, from investigation.opened committed to decision.made
  *      committed; and per triage job, the handler's wall time against its model call.
  *   3. Queue latency at idle: a trivial job enqueued one at a time, enqueue → handler start.
+ *   4. Tenant fairness: every other tenant opens one investigation, alone and then right behind
+ *      one tenant's flood of `--flood` investigations opened at once; the others' wait from
+ *      opening to their triage job's start. A job is never preempted, so behind a flood that
+ *      holds every slot the others wait for slots to free; the goal is that this is all they
+ *      wait, whatever the flood's size: their p99 at most two triage jobs' p99 run time
+ *      (FIFO would make them wait for the whole flood).
  *
  * Exits 0 whatever the verdicts; non-zero only when the benchmark itself fails.
  *
  *   npm run bench:pipeline
  *   npm run bench:pipeline -- --levels 4,16,32,64,128 --llm-concurrency 64
+ *   npm run bench:pipeline -- --tenants 100 --flood 1000          # fleet size
  *   SVC_WORKER_CONCURRENCY=8 npm run bench:pipeline      # the queue-latency phase's workers
  */
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -45,6 +52,8 @@ import {
 import { createTenants } from './pipeline/investigations.ts';
 import { type LlmProcess, startLlmProcess } from './pipeline/llm.ts';
 import {
+  type FairnessRun,
+  fairnessPhase,
   llmOnlyPhase,
   type PipelineRun,
   queueLatencyPhase,
@@ -56,6 +65,8 @@ import { createRecorder, type Recorder } from './pipeline/timing.ts';
 
 const TARGET_SHARE = 0.1;
 const TARGET_QUEUE_P99_MS = 100;
+/** The others' p99 wait behind one tenant's flood, in triage jobs' p99 run times. */
+const TARGET_FAIRNESS = 2;
 
 interface Options {
   tenants: number;
@@ -69,6 +80,7 @@ interface Options {
   shareConcurrency: number;
   queueSamples: number;
   queuePauseMs: number;
+  flood: number;
   timeoutMs: number;
 }
 
@@ -84,6 +96,7 @@ const FLAGS = [
   'share-concurrency',
   'queue-samples',
   'queue-pause',
+  'flood',
   'timeout',
 ] as const;
 
@@ -108,7 +121,7 @@ function parseOptions(): Options {
   const int = (name: (typeof FLAGS)[number], fallback: number, min: number, max: number) =>
     integer(name, raw(name) ?? String(fallback), min, max);
   return {
-    tenants: int('tenants', 50, 1, 200),
+    tenants: int('tenants', 50, 2, 1_000),
     levels: (raw('levels') ?? '4,16,32,64').split(',').map((l) => integer('levels', l, 1, 90)),
     levelSeconds: int('level-seconds', 8, 1, 120),
     llmLatencyMs: int('llm-latency', 300, 0, 60_000),
@@ -120,6 +133,8 @@ function parseOptions(): Options {
     shareConcurrency: int('share-concurrency', 16, 1, 90),
     queueSamples: int('queue-samples', 150, 10, 10_000),
     queuePauseMs: int('queue-pause', 150, 10, 10_000),
+    // 0: ten investigations per worker slot of the share phase's concurrency.
+    flood: int('flood', 0, 0, 100_000),
     timeoutMs: int('timeout', 120, 10, 3_600) * 1000,
   };
 }
@@ -211,6 +226,8 @@ interface Share {
   wallP50: number;
   llmP50: number;
   problems: string[];
+  /** Investigations the phase opened. */
+  count: number;
 }
 
 async function share(
@@ -282,7 +299,70 @@ async function share(
   for (const problem of problems.slice(0, 5)) console.log(`  PROBLEM ${problem}`);
   printRun(run);
   printCpu(cpuDelta(before, cpu()), run.elapsedMs, run.investigations);
-  return { investigation, triage, wallP50, llmP50, problems };
+  return { investigation, triage, wallP50, llmP50, problems, count: run.investigations };
+}
+
+/** The non-flood tenants' waits from opening to their triage job's start, in ms. */
+function othersWaits(run: PipelineRun, floodTenant: string): number[] {
+  const waits: number[] = [];
+  for (const job of run.jobs) {
+    if (job.type !== 'triage' || job.tenantId === floodTenant) continue;
+    const opened = run.opened.get(job.subject);
+    if (opened !== undefined) waits.push(job.start - opened);
+  }
+  return waits;
+}
+
+interface Fairness {
+  alone: number[];
+  flooded: number[];
+  flood: number;
+  drainMs: number;
+  /** Triage jobs' run times (all tenants) in the flooded run. */
+  triageRuns: number[];
+}
+
+async function fairness(
+  svc: BenchSvc,
+  recorder: Recorder,
+  llm: LlmProcess,
+  tenants: string[],
+  options: Options,
+  first: number,
+): Promise<Fairness> {
+  const flood = options.flood || options.shareConcurrency * 10;
+  console.log(
+    `
+fairness: ${tenants.length - 1} tenants open one investigation each, alone, then right` +
+      ` behind one tenant's ${flood} opened at once; worker concurrency ${options.shareConcurrency}`,
+  );
+  const run: FairnessRun = await fairnessPhase(svc, recorder, {
+    tenants,
+    flood,
+    first,
+    concurrency: options.shareConcurrency,
+    timeoutMs: options.timeoutMs,
+    llm,
+  });
+  const alone = othersWaits(run.alone, run.floodTenant);
+  const flooded = othersWaits(run.flooded, run.floodTenant);
+  const waits = (w: number[]) =>
+    `p50 ${ms(percentile(w, 50))}, p99 ${ms(percentile(w, 99))}, max ${ms(Math.max(...w))}`;
+  console.log(`  the others alone: opened → triage start ${waits(alone)}`);
+  console.log(`  behind the flood: opened → triage start ${waits(flooded)}`);
+  console.log(
+    `  the flood drained in ${(run.flooded.elapsedMs / 1000).toFixed(1)} s;` +
+      ` its triage jobs waited ${waits(
+        run.flooded.jobs
+          .filter((j) => j.type === 'triage' && j.tenantId === run.floodTenant)
+          .map((j) => j.start - (run.flooded.opened.get(j.subject) ?? j.start)),
+      )}`,
+  );
+  printRun(run.flooded);
+  const triageRuns = run.flooded.jobs
+    .filter((j) => j.type === 'triage')
+    .map((j) => j.end - j.start);
+  return { alone, flooded, flood, drainMs: run.flooded.elapsedMs, triageRuns };
 }
 
 function printSummary(
@@ -290,6 +370,7 @@ function printSummary(
   levels: Level[],
   result: Share,
   queue: Awaited<ReturnType<typeof queueLatencyPhase>>,
+  fair: Fairness,
   loads: string[],
 ): void {
   console.log('\nsummary');
@@ -329,6 +410,15 @@ function printSummary(
       ` p99 ${ms(p99)} (< ${TARGET_QUEUE_P99_MS} ms) ${verdict(p99 < TARGET_QUEUE_P99_MS)};` +
       ` ratio to the goal ${(p99 / TARGET_QUEUE_P99_MS).toFixed(2)}; from the commit p50` +
       ` ${ms(percentile(queue.fromCommit, 50))}, p99 ${ms(percentile(queue.fromCommit, 99))}`,
+  );
+  const floodedP99 = percentile(fair.flooded, 99);
+  const jobP99 = percentile(fair.triageRuns, 99);
+  const ratio = floodedP99 / jobP99;
+  console.log(
+    `  fairness, the others' opened → triage start p99 behind a flood of ${fair.flood}:` +
+      ` ${ms(floodedP99)} = ×${ratio.toFixed(2)} of a triage job's p99 run time ${ms(jobP99)}` +
+      ` (≤ ×${TARGET_FAIRNESS}) ${verdict(ratio <= TARGET_FAIRNESS)}; alone p99` +
+      ` ${ms(percentile(fair.alone, 99))}; the flood drained in ${(fair.drainMs / 1000).toFixed(1)} s`,
   );
 }
 
@@ -379,7 +469,9 @@ async function benchmark(scratch: ScratchDatabase, options: Options): Promise<vo
         ` ${ms(percentile(queue.enqueueMs, 50))}, p99 ${ms(percentile(queue.enqueueMs, 99))}`,
     );
     loads.push(load());
-    printSummary(options, levels, result, queue, loads);
+    const fair = await fairness(svc, recorder, llm, tenants, options, first + result.count);
+    loads.push(load());
+    printSummary(options, levels, result, queue, fair, loads);
   } finally {
     recorder.close();
     await svc?.close();

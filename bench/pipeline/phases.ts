@@ -228,3 +228,63 @@ export async function queueLatencyPhase(
   }
   return { fromEnqueue, fromCommit, enqueueMs, concurrency };
 }
+
+/** Tenant fairness: what the other tenants' investigations waited, with and without a flood. */
+export interface FairnessRun {
+  /** Each other tenant opens one investigation, nothing else queued. */
+  alone: PipelineRun;
+  /** The flood tenant opens `flood` at once, then each other tenant one. */
+  flooded: PipelineRun;
+  floodTenant: string;
+}
+
+/**
+ * One tenant's flood against everyone else's single investigation, at one worker concurrency:
+ * first the others alone (the reference), then the flood tenant's backlog opened in one batch
+ * with the others' openings right behind it. The report compares the others' waits.
+ */
+export async function fairnessPhase(
+  svc: BenchSvc,
+  recorder: Recorder,
+  options: {
+    tenants: string[];
+    flood: number;
+    first: number;
+    concurrency: number;
+    timeoutMs: number;
+    llm: LlmProcess;
+  },
+): Promise<FairnessRun> {
+  const [floodTenant, ...others] = options.tenants;
+  if (!floodTenant || others.length === 0) throw new Error('fairness needs two tenants or more');
+  const openOthers = (first: number) =>
+    Promise.all(others.map((tenant, t) => openInvestigations(svc.ingest, tenant, first + t, 1)));
+  const alone = await runInvestigations(
+    svc,
+    recorder,
+    { ...options, count: others.length },
+    async () => new Map((await openOthers(options.first)).flatMap((b) => [...b])),
+  );
+  const first = options.first + others.length;
+  const flooded = await runInvestigations(
+    svc,
+    recorder,
+    { ...options, count: options.flood + others.length },
+    async () => {
+      // In batches of at most 100, as an adapter posts them.
+      const flood: Openings[] = [];
+      for (let at = 0; at < options.flood; at += 100)
+        flood.push(
+          await openInvestigations(
+            svc.ingest,
+            floodTenant,
+            first + at,
+            Math.min(100, options.flood - at),
+          ),
+        );
+      const rest = await openOthers(first + options.flood);
+      return new Map([...flood, ...rest].flatMap((b) => [...b]));
+    },
+  );
+  return { alone, flooded, floodTenant };
+}

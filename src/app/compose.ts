@@ -394,7 +394,7 @@ export async function composeOrchestration(
   });
   const assembled = orchestratorDeps({ ...core, ...input, install, catalog, provisioning });
   const deps = input.instrument ? input.instrument(assembled) : assembled;
-  const locks = createTenantLocks(core.target, o.concurrency + 2);
+  const locks = createTenantLocks(core.target);
   const orchestrator = createOrchestrator({ ...deps, locks, concurrency: o.concurrency });
   if (input.run ?? o.enabled) orchestrator.start();
   return {

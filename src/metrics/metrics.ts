@@ -16,6 +16,8 @@ export interface Metrics {
   rateLimited(limiter: RateLimiterName): void;
   /** One provisioning step run by the orchestrator, with how long it took. */
   provisioningStep(step: string, outcome: 'success' | 'failure', seconds: number): void;
+  /** One request the orchestrator sent to the Kubernetes API server (src/cluster/kube-requests.ts). */
+  kubeRequest(verb: string, resource: string): void;
   /** One job attempt finished; `error` means it will be retried or has failed for good. */
   jobRun(task: string, outcome: 'success' | 'error', seconds: number): void;
   /** A job used its last attempt and stays failed in the queue. */
@@ -42,6 +44,7 @@ export const NO_METRICS: Metrics = {
   lockout: () => undefined,
   rateLimited: () => undefined,
   provisioningStep: () => undefined,
+  kubeRequest: () => undefined,
   jobRun: () => undefined,
   jobFailed: () => undefined,
   alerts: () => undefined,

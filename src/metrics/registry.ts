@@ -83,6 +83,11 @@ export function createMetricsRegistry(options: MetricsOptions = {}): MetricsRegi
     ['step', 'outcome'],
     STEP_BUCKETS,
   );
+  const kubeRequests = counter(
+    'svc_kube_requests_total',
+    'Requests sent to the Kubernetes API server by the orchestrator, by verb and resource',
+    ['verb', 'resource'],
+  );
   const jobs = histogram(
     'svc_job_duration_seconds',
     'Job attempts run by this process, by task and outcome',
@@ -164,6 +169,7 @@ export function createMetricsRegistry(options: MetricsOptions = {}): MetricsRegi
     lockout: () => lockouts.inc(),
     rateLimited: (limiter) => limited.inc({ limiter }),
     provisioningStep: (step, outcome, seconds) => steps.observe({ step, outcome }, seconds),
+    kubeRequest: (verb, resource) => kubeRequests.inc({ verb, resource }),
     jobRun: (task, outcome, seconds) => jobs.observe({ task, outcome }, seconds),
     jobFailed: (task) => jobsFailed.inc({ task }),
     alerts(outcome, count) {

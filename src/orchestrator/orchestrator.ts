@@ -1,13 +1,15 @@
+import { takeClusterSnapshot } from '../cluster/snapshot.ts';
 import type { WorkKind } from '../domains/provisioning/provisioning-types.ts';
 import { advanceConfigChange } from './config-rollout.ts';
 import type { OrchestratorDeps } from './context.ts';
 import { advanceDecommission, purgeTenant } from './decommission.ts';
 import { reconcileEdgeProxy } from './edge-proxy.ts';
+import { guardedDeps } from './lock-guard.ts';
 import { collectOrphanSecrets } from './orphans.ts';
 import { advanceProvisioning } from './provision.ts';
 import { reconcileTenant } from './reconcile.ts';
 import { advanceResume, advanceSuspension } from './suspension.ts';
-import type { TenantLocks } from './tenant-locks.ts';
+import { TenantLockLostError, type TenantLocks } from './tenant-locks.ts';
 import { refreshAdapterToken } from './token-refresh.ts';
 import { advanceUpgrade } from './upgrade.ts';
 
@@ -55,29 +57,32 @@ export function createOrchestrator(
 
   async function work(candidate: Candidate): Promise<void> {
     const release = await deps.locks.tryAcquire(candidate.id);
-    if (!release) return; // another orchestrator has it
+    if (!release) return; // another orchestrator (or another task of this one) has it
+    // Stops on shutdown and when the lock is lost: the guarded parts refuse the next call.
+    const signal = AbortSignal.any([abort.signal, release.signal]);
+    const task = guardedDeps(deps, signal);
     try {
       switch (candidate.kind) {
         case 'provision':
-          await advanceProvisioning(deps, candidate.id, abort.signal);
+          await advanceProvisioning(task, candidate.id, signal);
           break;
         case 'upgrade':
-          await advanceUpgrade(deps, candidate.id, abort.signal);
+          await advanceUpgrade(task, candidate.id, signal);
           break;
         case 'config':
-          await advanceConfigChange(deps, candidate.id, abort.signal);
+          await advanceConfigChange(task, candidate.id, signal);
           break;
         case 'decommission':
-          await advanceDecommission(deps, candidate.id);
+          await advanceDecommission(task, candidate.id);
           break;
         case 'purge':
-          await purgeTenant(deps, candidate.id);
+          await purgeTenant(task, candidate.id);
           break;
         case 'suspend':
-          await advanceSuspension(deps, candidate.id);
+          await advanceSuspension(task, candidate.id);
           break;
         case 'resume':
-          await advanceResume(deps, candidate.id);
+          await advanceResume(task, candidate.id);
           break;
       }
     } finally {
@@ -91,7 +96,12 @@ export function createOrchestrator(
       if (running.has(candidate.id) || running.size >= deps.concurrency) continue;
       const task = work(candidate)
         .catch((error) => {
-          if (!abort.signal.aborted)
+          if (error instanceof TenantLockLostError)
+            deps.logger.warn(
+              { err: error, tenant_id: candidate.id, kind: candidate.kind },
+              'tenant lock lost; the task stopped and is retried on a later pass',
+            );
+          else if (!abort.signal.aborted)
             deps.logger.error(
               { err: error, tenant_id: candidate.id, kind: candidate.kind },
               'orchestrator task failed; retried on the next pass',
@@ -131,7 +141,7 @@ export function createOrchestrator(
    */
   async function eachLockedTenant(
     select: () => Promise<string[]>,
-    work: (id: string) => Promise<unknown>,
+    work: (task: OrchestratorDeps, id: string) => Promise<unknown>,
     failure: string,
   ): Promise<void> {
     const ids = await select();
@@ -140,7 +150,7 @@ export function createOrchestrator(
       const release = await deps.locks.tryAcquire(id);
       if (!release) continue;
       try {
-        await work(id);
+        await work(guardedDeps(deps, AbortSignal.any([abort.signal, release.signal])), id);
       } catch (error) {
         deps.logger.warn({ err: error, tenant_id: id }, failure);
       } finally {
@@ -157,9 +167,17 @@ export function createOrchestrator(
     await collectOrphanSecrets(deps).catch((error) =>
       deps.logger.warn({ err: error }, 'orphan Secret collection failed; retried later'),
     );
+    // One snapshot for the pass: a fixed number of LISTs, not reads per tenant. Without it
+    // (the LISTs failed) each tenant is read on its own, as before.
+    const snapshot = await takeClusterSnapshot(deps.kubeConfig, {
+      installNamespace: deps.secrets.namespace,
+    }).catch((error: unknown) => {
+      deps.logger.warn({ err: error }, 'cluster snapshot failed; reading each tenant instead');
+      return undefined;
+    });
     await eachLockedTenant(
       deps.provisioning.reconcilableTenantIds,
-      (id) => reconcileTenant(deps, id),
+      (task, id) => reconcileTenant(task, id, snapshot),
       'reconciliation failed; retried later',
     );
     await reconcileEdgeProxy(deps).catch((error) =>
@@ -187,7 +205,7 @@ export function createOrchestrator(
   function refreshTokens(): Promise<void> {
     return eachLockedTenant(
       deps.provisioning.tokenHoldingTenantIds,
-      (id) => refreshAdapterToken(deps, id),
+      refreshAdapterToken,
       'adapter token refresh failed; retried later',
     );
   }

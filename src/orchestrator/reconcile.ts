@@ -1,4 +1,9 @@
 import { ApiException, CoreV1Api } from '@kubernetes/client-node';
+import {
+  type ClusterSnapshot,
+  releaseRecord,
+  type SnapshotNamespace,
+} from '../cluster/snapshot.ts';
 import type { Drift, DriftFinding } from '../domains/provisioning/provisioning-types.ts';
 import type { Tenant } from '../domains/tenants/tenant-types.ts';
 import { putBootstrapSecrets } from './bootstrap-secrets.ts';
@@ -20,21 +25,33 @@ export type NamespaceOwnership = 'absent' | 'ours' | 'terminating' | 'foreign';
 export async function inspectNamespace(
   deps: Pick<OrchestratorDeps, 'kubeConfig' | 'install'>,
   tenant: Pick<Tenant, 'id' | 'slug'>,
+  snapshot?: ClusterSnapshot,
 ): Promise<NamespaceOwnership> {
+  const name = namespaceOf(tenant.slug);
+  // svc's namespaces are all in the snapshot; any other name is read to tell absent from foreign.
+  const listed = snapshot?.namespaces.get(name);
+  if (listed) return ownership(deps, tenant, listed);
   const core = deps.kubeConfig.makeApiClient(CoreV1Api);
-  let labels: Record<string, string>;
-  let terminating: boolean;
   try {
-    const ns = await core.readNamespace({ name: namespaceOf(tenant.slug) });
-    labels = ns.metadata?.labels ?? {};
-    terminating = ns.metadata?.deletionTimestamp !== undefined;
+    const ns = await core.readNamespace({ name });
+    return ownership(deps, tenant, {
+      labels: ns.metadata?.labels ?? {},
+      terminating: ns.metadata?.deletionTimestamp !== undefined,
+    });
   } catch (error) {
     if (error instanceof ApiException && error.code === 404) return 'absent';
     throw error;
   }
+}
+
+function ownership(
+  deps: Pick<OrchestratorDeps, 'install'>,
+  tenant: Pick<Tenant, 'id'>,
+  ns: SnapshotNamespace,
+): NamespaceOwnership {
   const expected = { 'managed-by': 'svc', ...namespaceLabels(tenant.id, deps.install) };
-  if (!Object.entries(expected).every(([k, v]) => labels[k] === v)) return 'foreign';
-  return terminating ? 'terminating' : 'ours';
+  if (!Object.entries(expected).every(([k, v]) => ns.labels[k] === v)) return 'foreign';
+  return ns.terminating ? 'terminating' : 'ours';
 }
 
 export type { Drift, DriftFinding };
@@ -57,6 +74,7 @@ export type { Drift, DriftFinding };
 export async function reconcileTenant(
   deps: OrchestratorDeps,
   tenantId: string,
+  snapshot?: ClusterSnapshot,
 ): Promise<Drift | null> {
   const tenant = await deps.provisioning.find(tenantId);
   if (!tenant) return null;
@@ -68,6 +86,8 @@ export async function reconcileTenant(
   );
   const findings: DriftFinding[] = [];
   for (const name of refs) {
+    // The snapshot's answer is confirmed by a read before it is reported (taken at pass start).
+    if (snapshot?.installSecrets.has(name)) continue;
     if ((await deps.secrets.read(name)) === undefined) {
       findings.push({
         object: 'install_secret',
@@ -79,7 +99,7 @@ export async function reconcileTenant(
     }
   }
   if (tenant.state === 'active') {
-    const found = await checkPackage(deps, tenant, createdNamespace);
+    const found = await checkPackage(deps, tenant, createdNamespace, snapshot);
     findings.push(...found);
     // Only in svc's own namespace, present (or just recreated, whose refill issued the set).
     if (!found.some((f) => f.object === 'namespace' && f.repair !== 'recreated')) {
@@ -101,9 +121,10 @@ async function checkPackage(
   deps: OrchestratorDeps,
   tenant: Tenant,
   createdNamespace: boolean,
+  snapshot: ClusterSnapshot | undefined,
 ): Promise<DriftFinding[]> {
   const namespace = namespaceOf(tenant.slug);
-  const ownership = await inspectNamespace(deps, tenant);
+  const ownership = await inspectNamespace(deps, tenant, snapshot);
   if (ownership === 'foreign') {
     return [
       {
@@ -142,7 +163,7 @@ async function checkPackage(
       return findings;
     }
   }
-  const release = await deps.helm.status({ release: RELEASE_NAME, namespace });
+  const release = await releaseStatus(deps, namespace, snapshot);
   if (release === undefined) {
     const finding: DriftFinding = {
       object: 'release',
@@ -173,6 +194,26 @@ async function checkPackage(
     });
   }
   return findings;
+}
+
+/**
+ * The release's status. In a pass (a snapshot), from helm's storage labels in one LIST, and a
+ * helm process only to confirm a release that looks missing or not deployed before it is
+ * reported or repaired; without one, from helm.
+ */
+async function releaseStatus(
+  deps: Pick<OrchestratorDeps, 'helm' | 'kubeConfig'>,
+  namespace: string,
+  snapshot: ClusterSnapshot | undefined,
+): Promise<{ status: string } | undefined> {
+  if (snapshot) {
+    // A failed LIST is no finding: helm answers instead.
+    const listed = await releaseRecord(deps.kubeConfig, namespace, RELEASE_NAME).catch(
+      () => undefined,
+    );
+    if (listed?.status === 'deployed') return listed;
+  }
+  return deps.helm.status({ release: RELEASE_NAME, namespace });
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { svcVersion } from '../assets/index.ts';
 import { createHelmRunner } from '../cluster/helm.ts';
+import { countedKubeConfig } from '../cluster/kube-requests.ts';
 import { createNamespaceStore } from '../cluster/namespaces.ts';
 import type { SecretStore } from '../cluster/secrets.ts';
 import type { Config } from '../config/index.ts';
@@ -33,7 +34,7 @@ export interface OrchestratorParts {
   logger: Logger;
   now: () => Date;
   /** Provisioning step durations and outcomes; default none recorded. */
-  metrics?: Pick<Metrics, 'provisioningStep'> | undefined;
+  metrics?: Pick<Metrics, 'provisioningStep' | 'kubeRequest'> | undefined;
   /** The identity helm acts as; default helm's own (in-cluster or $KUBECONFIG). */
   kubeconfigPath?: string | undefined;
   /** Timings the configuration does not expose (tests shorten them all). */
@@ -44,15 +45,18 @@ export interface OrchestratorParts {
 export function orchestratorDeps(parts: OrchestratorParts): OrchestratorDeps {
   const { config } = parts;
   const o = config.orchestrator;
+  const metrics = parts.metrics ?? NO_METRICS;
+  // Every request of the orchestrator's own clients counted (svc_kube_requests_total).
+  const kubeConfig = countedKubeConfig(parts.kubeConfig, metrics.kubeRequest);
   return {
     provisioning: parts.provisioning,
     secrets: parts.secrets,
-    namespaces: createNamespaceStore(parts.kubeConfig),
+    namespaces: createNamespaceStore(kubeConfig),
     helm: createHelmRunner({
       binary: o.helmBinary,
       ...(parts.kubeconfigPath ? { kubeconfigPath: parts.kubeconfigPath } : {}),
     }),
-    kubeConfig: parts.kubeConfig,
+    kubeConfig,
     catalog: parts.catalog,
     tokens: parts.tokens,
     install: {
@@ -84,7 +88,7 @@ export function orchestratorDeps(parts: OrchestratorParts): OrchestratorDeps {
     },
     logger: parts.logger,
     now: parts.now,
-    metrics: parts.metrics ?? NO_METRICS,
+    metrics,
   };
 }
 

@@ -141,7 +141,7 @@ export function ownOrchestrator(
   o: Orchestration,
   deps: OrchestratorDeps,
 ): { orchestrator: Orchestrator; locks: TenantLocks; stop(): Promise<void> } {
-  const locks = createTenantLocks(o.db.target, 12);
+  const locks = createTenantLocks(o.db.target);
   const orchestrator = createOrchestrator({ ...deps, locks, concurrency: 10 });
   orchestrator.start();
   return {

@@ -2,6 +2,9 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiException, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import type { HelmRunner } from '../../src/cluster/helm.ts';
+import { countedKubeConfig } from '../../src/cluster/kube-requests.ts';
+import { createNamespaceStore } from '../../src/cluster/namespaces.ts';
 import { RELEASE_NAME } from '../../src/orchestrator/release.ts';
 import { ownOrchestrator } from './inject.ts';
 import { activeTenant, lifecycle, tenantRow, useOrchestration, waitForState } from './support.ts';
@@ -190,4 +193,59 @@ test('issue 18 item 7: a release uninstalled by hand is re-installed by the sche
     'deployed',
   );
   assert.equal((await tenantRow(o, id))?.state, 'active');
+});
+
+test('issue 33: a reconcile pass over tenants that match the cluster spawns no helm process, reads svc namespaces and install Secrets with one LIST each (no namespace GET), and costs the same fixed number of requests per tenant', {
+  timeout: 400_000,
+}, async () => {
+  await activeTenant(o, 'pass-cost');
+  const counts = new Map<string, number>();
+  const kubeConfig = countedKubeConfig(o.deps.kubeConfig, (verb, resource) => {
+    const key = `${verb} ${resource}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  });
+  const helmCalls: string[] = [];
+  const helm: HelmRunner = { ...o.deps.helm };
+  for (const op of ['status', 'install', 'upgrade', 'uninstall', 'values', 'manifest'] as const) {
+    const inner = o.deps.helm[op] as (a: never) => Promise<unknown>;
+    (helm as unknown as Record<string, unknown>)[op] = (a: never) => {
+      helmCalls.push(op);
+      return inner(a);
+    };
+  }
+  const own = ownOrchestrator(o, {
+    ...o.deps,
+    kubeConfig,
+    namespaces: createNamespaceStore(kubeConfig),
+    helm,
+  });
+  try {
+    await own.orchestrator.reconcile(); // after the start pass, which repaired nothing either
+    counts.clear();
+    helmCalls.length = 0;
+    const started = performance.now();
+    await own.orchestrator.reconcile();
+    const ms = performance.now() - started;
+    const { rows } = await o.db.pools.mssp.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM tenants WHERE state = 'active' AND deleted_at IS NULL`,
+    );
+    const tenants = rows[0]?.n ?? 0;
+    assert.ok(tenants >= 1);
+    assert.deepEqual(helmCalls, [], 'no helm process when nothing drifted');
+    const seen = JSON.stringify(Object.fromEntries(counts));
+    assert.equal(counts.get('list namespaces'), 1, seen);
+    assert.equal(counts.get('get namespaces'), undefined, seen);
+    const total = [...counts.values()].reduce((a, b) => a + b, 0);
+    // Fixed: the snapshot's two LISTs. Per tenant: the release LIST in its namespace and the
+    // maintenance reads svc may only make there (docs/orchestrator.md "What one pass costs").
+    assert.equal(counts.get('list secrets'), 1 + tenants, seen);
+    assert.equal(total, 2 + 7 * tenants, seen);
+    // Reported for docs/orchestrator.md "What one pass costs".
+    console.log(
+      `# reconcile pass: ${tenants} active tenants, ${total} API requests, ${ms.toFixed(0)} ms`,
+      JSON.stringify(Object.fromEntries(counts)),
+    );
+  } finally {
+    await own.stop();
+  }
 });

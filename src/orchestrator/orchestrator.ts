@@ -13,6 +13,14 @@ import { TenantLockLostError, type TenantLocks } from './tenant-locks.ts';
 import { refreshAdapterToken } from './token-refresh.ts';
 import { advanceUpgrade } from './upgrade.ts';
 
+/**
+ * Tenants a reconcile (or token) pass works on at once. A tenant's reconciliation is mostly
+ * waiting on the API server and PostgreSQL (about 8 requests and 4 transactions), so a few
+ * lanes overlap those waits; the pass stays gentle on both (docs/orchestrator.md "What one
+ * pass costs").
+ */
+export const PASS_LANES = 4;
+
 export interface Orchestrator {
   start(): void;
   /** Look for work now (after an API call that created some). */
@@ -135,9 +143,9 @@ export function createOrchestrator(
   }
 
   /**
-   * Runs `work` for each tenant `select` returns, one at a time under its lock; a tenant
-   * locked elsewhere is simply left for the next pass, and one tenant's failure is logged
-   * without stopping the others.
+   * Runs `work` for each tenant `select` returns, PASS_LANES at a time, each under its lock; a
+   * tenant locked elsewhere is simply left for the next pass, and one tenant's failure is
+   * logged without stopping the others.
    */
   async function eachLockedTenant(
     select: () => Promise<string[]>,
@@ -145,18 +153,22 @@ export function createOrchestrator(
     failure: string,
   ): Promise<void> {
     const ids = await select();
-    for (const id of ids) {
-      if (abort.signal.aborted) return;
-      const release = await deps.locks.tryAcquire(id);
-      if (!release) continue;
-      try {
-        await work(guardedDeps(deps, AbortSignal.any([abort.signal, release.signal])), id);
-      } catch (error) {
-        deps.logger.warn({ err: error, tenant_id: id }, failure);
-      } finally {
-        await release();
+    let next = 0;
+    const lane = async () => {
+      for (let id = ids[next++]; id !== undefined; id = ids[next++]) {
+        if (abort.signal.aborted) return;
+        const release = await deps.locks.tryAcquire(id);
+        if (!release) continue;
+        try {
+          await work(guardedDeps(deps, AbortSignal.any([abort.signal, release.signal])), id);
+        } catch (error) {
+          deps.logger.warn({ err: error, tenant_id: id }, failure);
+        } finally {
+          await release();
+        }
       }
-    }
+    };
+    await Promise.all(Array.from({ length: Math.min(PASS_LANES, ids.length) }, lane));
   }
 
   /**

@@ -623,6 +623,9 @@ export interface Workers {
 export async function composeWorkers(core: Core, input: WorkersInput = {}): Promise<Workers> {
   const { config, logger } = core;
   const concurrency = input.concurrency ?? config.worker.concurrency;
+  // Direct even behind a pooler (docs/operations.md "Connection pooling"): graphile-worker
+  // LISTENs for new jobs on this pool and prepares its statements, the liveness lock is a
+  // session advisory lock.
   const app = clientConfig(core.target, 'app');
   const pool = new pg.Pool({ ...app, application_name: 'svc-worker', max: concurrency + 2 });
   // A dropped connection is the queue's to retry; it must not crash the process.
@@ -688,6 +691,10 @@ export interface OpenOptions {
   processMetrics?: boolean;
 }
 
+function poolSizeOption(poolSize: number | undefined): { poolSize?: number } {
+  return poolSize === undefined ? {} : { poolSize };
+}
+
 /** A process's database: embedded or external, migrated, with the core over it. */
 export async function openCore(
   config: Config,
@@ -707,7 +714,8 @@ export async function openCore(
       config,
       logger,
       target: runtime.target,
-      ...(options.poolSize !== undefined ? { poolSize: options.poolSize } : {}),
+      // The command's own size (a one-off command's 2), else SVC_DATABASE_POOL_MAX, else 10.
+      ...poolSizeOption(options.poolSize ?? config.database.poolMax),
       metrics: createMetricsRegistry({ processMetrics: options.processMetrics ?? false }),
     });
     return {

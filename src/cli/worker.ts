@@ -13,7 +13,7 @@ import { stopSignal } from './stop-signal.ts';
  */
 export async function runWorker(config: Config, logger: Logger): Promise<void> {
   const core = await openCore(config, logger, {
-    poolSize: config.worker.concurrency + 2,
+    poolSize: config.database.poolMax ?? config.worker.concurrency + 2,
     processMetrics: true,
   });
   const stopRequested = stopSignal();

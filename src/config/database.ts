@@ -19,7 +19,7 @@ export interface Credential {
   password: string;
 }
 
-export type DatabaseConfig =
+export type DatabaseConfig = (
   | { kind: 'embedded' }
   | {
       kind: 'external';
@@ -31,7 +31,13 @@ export type DatabaseConfig =
       /** Superuser URL that creates the roles and the database when they are missing. */
       bootstrapUrl: string | undefined;
       ssl: boolean;
-    };
+      /** A transaction-pooling pooler (PgBouncer) in front of the server, for the pooled pools. */
+      pooler?: { host: string; port: number };
+    }
+) & {
+  /** The app pool's size (SVC_DATABASE_POOL_MAX); absent: each process's default. */
+  poolMax?: number;
+};
 
 const roleName = { schema: Type.String({ minLength: 1 }), expected: 'a role name' } as const;
 const password = { schema: Type.String({ minLength: 1 }), expected: 'a password' } as const;
@@ -54,6 +60,15 @@ export const DATABASE_SETTINGS = {
   SVC_DATABASE_BOOTSTRAP_URL: {
     schema: Type.String({ pattern: '^postgres(ql)?://' }),
     expected: 'a postgres:// URL of a superuser',
+  },
+  SVC_DATABASE_POOLER_HOST: {
+    schema: hostname,
+    expected: 'the hostname of a PgBouncer in transaction-pooling mode',
+  },
+  SVC_DATABASE_POOLER_PORT: { schema: port, expected: 'an integer port 1-65535' },
+  SVC_DATABASE_POOL_MAX: {
+    schema: Type.Integer({ minimum: 1, maximum: 1000 }),
+    expected: 'an integer 1-1000 (connections in the app pool)',
   },
   SVC_DATABASE_ADMIN_USER: roleName,
   SVC_DATABASE_ADMIN_PASSWORD: password,
@@ -138,9 +153,37 @@ function parseBootstrapUrl(bootstrapUrl: string | undefined): URL | undefined {
   }
 }
 
+/**
+ * The pooler's address: both settings or neither, and only in front of an external server
+ * named by SVC_DATABASE_HOST (the embedded database is svc's own; a pooler has nothing to add).
+ */
+function readPooler(
+  env: Env,
+  host: string | undefined,
+): { host: string; port: number } | undefined {
+  const poolerHost = read(env, 'SVC_DATABASE_POOLER_HOST');
+  const poolerPort = read(env, 'SVC_DATABASE_POOLER_PORT');
+  if (poolerHost === undefined && poolerPort === undefined) return undefined;
+  if (poolerHost === undefined || poolerPort === undefined) {
+    const missing = poolerHost === undefined ? 'HOST' : 'PORT';
+    throw new ConfigError(
+      `SVC_DATABASE_POOLER_${missing}: expected a value; the pooler's host and port go together`,
+    );
+  }
+  if (host === undefined) {
+    throw new ConfigError(
+      'SVC_DATABASE_HOST: expected the PostgreSQL hostname when SVC_DATABASE_POOLER_HOST is set (the pooler fronts an external database; LISTEN and session locks still connect to it directly)',
+    );
+  }
+  return { host: poolerHost, port: poolerPort };
+}
+
 /** Embedded unless a host or a bootstrap URL names an external PostgreSQL. */
 export function readDatabase(env: Env): DatabaseConfig {
   const host = read(env, 'SVC_DATABASE_HOST');
+  const pooler = readPooler(env, host);
+  const poolMax = read(env, 'SVC_DATABASE_POOL_MAX');
+  const sized = poolMax === undefined ? {} : { poolMax };
   const bootstrapUrl = read(env, 'SVC_DATABASE_BOOTSTRAP_URL');
   const port = read(env, 'SVC_DATABASE_PORT');
   const database = read(env, 'SVC_DATABASE_NAME') ?? 'svc';
@@ -152,7 +195,7 @@ export function readDatabase(env: Env): DatabaseConfig {
         'SVC_DATABASE_HOST: expected a PostgreSQL hostname when credentials are set',
       );
     }
-    return { kind: 'embedded' };
+    return { kind: 'embedded', ...sized };
   }
   const url = parseBootstrapUrl(bootstrapUrl);
   if (credentials === undefined && bootstrapUrl === undefined) {
@@ -168,5 +211,7 @@ export function readDatabase(env: Env): DatabaseConfig {
     credentials,
     bootstrapUrl,
     ssl,
+    ...(pooler === undefined ? {} : { pooler }),
+    ...sized,
   };
 }

@@ -1,5 +1,6 @@
 import pg from 'pg';
-import { clientConfig, type DatabaseTarget } from './target.ts';
+import { UnnamedStatementClient } from './prepared.ts';
+import { type DatabaseTarget, isPooled, pooledConfig } from './target.ts';
 import type { AppTx, InstallTx, TenantTx, Transaction } from './tenant-context.ts';
 import { mappingUnavailable } from './unavailable.ts';
 import { guardUnit, inScope, type ScopeOptions, unitOfWork } from './unit-of-work.ts';
@@ -43,16 +44,22 @@ export interface AppDatabase {
  */
 export function createAppDatabase(target: DatabaseTarget, max = 10): AppDatabase {
   const pool = new pg.Pool({
-    ...clientConfig(target, 'app'),
+    ...pooledConfig(target, 'app'),
+    ...transactionPooling(target),
     max,
     idleTimeoutMillis: 30_000,
-    pipeline: true,
   });
   // An idle client's network error must not crash the process; the pool replaces it.
   pool.on('error', () => undefined);
   // /healthz asks on a connection of its own: whether the database answers svc_app must not
   // wait behind a queue of requests for the main pool (a sign-in flood, docs/auth.md "Device cookie").
-  const health = new pg.Pool({ ...clientConfig(target, 'app'), max: 1, idleTimeoutMillis: 30_000 });
+  const health = new pg.Pool({
+    ...pooledConfig(target, 'app'),
+    ...transactionPooling(target),
+    pipeline: false,
+    max: 1,
+    idleTimeoutMillis: 30_000,
+  });
   health.on('error', () => undefined);
   const scoped = <T>(
     tenantId: string | null,
@@ -79,4 +86,19 @@ export function createAppDatabase(target: DatabaseTarget, max = 10): AppDatabase
       await Promise.all([pool.end(), health.end()]);
     },
   };
+}
+
+/**
+ * How a pool talks to its connections. Direct: pipelined, so a unit's COMMIT is written ahead
+ * of the next holder's statements (unit-of-work.ts commitAhead). Behind a transaction-pooling
+ * pooler the server may go to another client as soon as COMMIT's answer leaves it, and one
+ * client connection's pipelined statements could reach a server another client then uses
+ * (docs/operations.md "Connection pooling"): no pipeline (every COMMIT is awaited before the
+ * connection goes back to the pool) and no named statements.
+ */
+export function transactionPooling(
+  target: DatabaseTarget,
+): Pick<pg.PoolConfig, 'pipeline' | 'Client'> {
+  if (!isPooled(target)) return { pipeline: true };
+  return { pipeline: false, Client: UnnamedStatementClient };
 }

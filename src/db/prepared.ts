@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { QueryConfig } from 'pg';
+import pg, { type QueryConfig } from 'pg';
 
 /**
  * A named statement: PostgreSQL parses and plans it once per connection and then only binds
@@ -24,3 +24,29 @@ export function prepared(label: string, text: string, values: unknown[]): QueryC
 }
 
 const names = new Map<string, string>();
+
+/**
+ * A client for a pool behind a transaction-pooling pooler (PgBouncer before 1.21 forwards no
+ * named statement to the next server it picks): every statement goes unnamed, parsed and
+ * planned per execution, so `prepared()` call sites work unchanged and lose only the saved plan.
+ * Given per pool (pg.Pool's `Client` option), never process-wide: the direct pools keep their
+ * named statements.
+ */
+export class UnnamedStatementClient extends pg.Client {
+  // One signature over pg's overloads: `never` is assignable to each of their return types,
+  // and callers only ever see pg.Client's typed overloads (a pool hands out PoolClient).
+  override query(...args: unknown[]): never {
+    const [config] = args;
+    if (isNamedConfig(config)) {
+      const { name: _dropped, ...unnamed } = config;
+      args[0] = unnamed;
+    }
+    return (super.query as (...a: unknown[]) => never)(...args);
+  }
+}
+
+function isNamedConfig(config: unknown): config is QueryConfig & { name: string } {
+  if (typeof config !== 'object' || config === null) return false;
+  const candidate = config as { name?: unknown; submit?: unknown };
+  return typeof candidate.name === 'string' && typeof candidate.submit !== 'function';
+}

@@ -54,7 +54,14 @@ export async function openDatabase(config: Config, logger: Logger): Promise<Data
     await bootstrapDatabase({ connectionString: db.bootstrapUrl }, db.database, credentials);
   }
   return {
-    target: { host: db.host, port: db.port, database: db.database, ssl: db.ssl, credentials },
+    target: {
+      host: db.host,
+      port: db.port,
+      database: db.database,
+      ssl: db.ssl,
+      credentials,
+      ...(db.pooler === undefined ? {} : { pooler: db.pooler }),
+    },
     embedded: false,
     stop: async () => {},
   };

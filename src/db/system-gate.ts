@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { currentRequestId } from '../log/index.ts';
-import { clientConfig, type DatabaseTarget } from './target.ts';
+import { transactionPooling } from './pools.ts';
+import { type DatabaseTarget, pooledConfig } from './target.ts';
 import { inTransaction, type SystemTx } from './tenant-context.ts';
 import { mappingUnavailable } from './unavailable.ts';
 
@@ -30,7 +31,13 @@ async function recordEntry(pool: pg.Pool, reason: string): Promise<void> {
 }
 
 export function createSystemGate(target: DatabaseTarget, max = 4): SystemGate {
-  const pool = new pg.Pool({ ...clientConfig(target, 'mssp'), max });
+  // Transactional only (the entry row, then one transaction): it may go through a pooler.
+  const pool = new pg.Pool({
+    ...pooledConfig(target, 'mssp'),
+    ...transactionPooling(target),
+    pipeline: false,
+    max,
+  });
   pool.on('error', () => undefined);
   return {
     async withSystem(reason, fn) {

@@ -214,3 +214,80 @@ test('SVC_TENANT_SCHEDULING: an unknown workload, a bad shape or no JSON stops w
     message: /^SVC_TENANT_SCHEDULING: not JSON; expected a JSON object/,
   });
 });
+
+test('SVC_DATABASE_POOLER_HOST/PORT: a pooler in front of an external database, both or neither', () => {
+  const config = loadConfig({
+    SVC_DATABASE_HOST: 'db',
+    ...SIX,
+    SVC_DATABASE_POOLER_HOST: 'pgbouncer.svc-system',
+    SVC_DATABASE_POOLER_PORT: '6432',
+  });
+  assert.equal(config.database.kind, 'external');
+  assert.deepEqual(config.database.kind === 'external' && config.database.pooler, {
+    host: 'pgbouncer.svc-system',
+    port: 6432,
+  });
+  assert.equal(
+    'pooler' in loadConfig({ SVC_DATABASE_HOST: 'db', ...SIX }).database,
+    false,
+    'no pooler unless configured',
+  );
+  const refused: [Record<string, string>, string][] = [
+    [
+      { SVC_DATABASE_HOST: 'db', ...SIX, SVC_DATABASE_POOLER_HOST: 'pgbouncer' },
+      "SVC_DATABASE_POOLER_PORT: expected a value; the pooler's host and port go together",
+    ],
+    [
+      { SVC_DATABASE_HOST: 'db', ...SIX, SVC_DATABASE_POOLER_PORT: '6432' },
+      "SVC_DATABASE_POOLER_HOST: expected a value; the pooler's host and port go together",
+    ],
+    [
+      { SVC_DATABASE_POOLER_HOST: 'pgbouncer', SVC_DATABASE_POOLER_PORT: '6432' },
+      'SVC_DATABASE_HOST: expected the PostgreSQL hostname when SVC_DATABASE_POOLER_HOST is set (the pooler fronts an external database; LISTEN and session locks still connect to it directly)',
+    ],
+    [
+      {
+        SVC_DATABASE_BOOTSTRAP_URL: 'postgres://postgres:pw@db/postgres',
+        SVC_DATABASE_POOLER_HOST: 'pgbouncer',
+        SVC_DATABASE_POOLER_PORT: '6432',
+      },
+      'SVC_DATABASE_HOST: expected the PostgreSQL hostname when SVC_DATABASE_POOLER_HOST is set (the pooler fronts an external database; LISTEN and session locks still connect to it directly)',
+    ],
+    [
+      {
+        SVC_DATABASE_HOST: 'db',
+        ...SIX,
+        SVC_DATABASE_POOLER_HOST: 'pg bouncer',
+        SVC_DATABASE_POOLER_PORT: '6432',
+      },
+      'SVC_DATABASE_POOLER_HOST: expected the hostname of a PgBouncer in transaction-pooling mode, got "pg bouncer"',
+    ],
+    [
+      {
+        SVC_DATABASE_HOST: 'db',
+        ...SIX,
+        SVC_DATABASE_POOLER_HOST: 'pgbouncer',
+        SVC_DATABASE_POOLER_PORT: '65536',
+      },
+      'SVC_DATABASE_POOLER_PORT: expected an integer port 1-65535, got "65536"',
+    ],
+  ];
+  for (const [env, message] of refused) {
+    assert.throws(() => loadConfig(env), { name: 'ConfigError', message });
+  }
+});
+
+test('SVC_DATABASE_POOL_MAX: the app pool size, 1-1000, absent by default', () => {
+  assert.equal(loadConfig({}).database.poolMax, undefined);
+  assert.equal(loadConfig({ SVC_DATABASE_POOL_MAX: '40' }).database.poolMax, 40);
+  assert.equal(
+    loadConfig({ SVC_DATABASE_HOST: 'db', ...SIX, SVC_DATABASE_POOL_MAX: '1000' }).database.poolMax,
+    1000,
+  );
+  for (const bad of ['0', '1001', '10.5', '1e2', 'ten', '-3']) {
+    assert.throws(() => loadConfig({ SVC_DATABASE_POOL_MAX: bad }), {
+      name: 'ConfigError',
+      message: `SVC_DATABASE_POOL_MAX: expected an integer 1-1000 (connections in the app pool), got ${JSON.stringify(bad)}`,
+    });
+  }
+});

@@ -137,7 +137,7 @@ test('§5.7.6 svc_mssp credentials are used only by the system gate', async () =
   const users: string[] = [];
   for (const file of await sourceFiles(SRC)) {
     const text = await readFile(file, 'utf8');
-    if (/clientConfig\([^)]*'mssp'\)|credentials\.mssp\b/.test(text))
+    if (/(clientConfig|pooledConfig)\([^)]*'mssp'\)|credentials\.mssp\b/.test(text))
       users.push(path.relative(SRC, file));
   }
   assert.deepEqual(users, ['db/system-gate.ts']);

@@ -25,7 +25,7 @@ export interface Projector {
 }
 
 export interface ProjectorDeps {
-  projections: Pick<ProjectionService, 'foldNext' | 'isBehind' | 'discover'>;
+  projections: Pick<ProjectionService, 'foldNext' | 'behindOf' | 'discover'>;
   /** The process's event hub: every tenant's notices. */
   events: { watch(observer: NoticeObserver): () => void };
   logger: Logger;
@@ -126,14 +126,15 @@ export function createProjector(deps: ProjectorDeps): Projector {
 
   async function sweepOnce(): Promise<void> {
     if (needsDiscovery) await discover();
-    for (const tenantId of known) {
-      if (stopped) return;
-      if (running.has(tenantId) || dirty.has(tenantId)) continue;
-      try {
-        if (await projections.isBehind(tenantId)) dirty.add(tenantId);
-      } catch (error) {
-        logger.warn({ err: error, tenant_id: tenantId }, 'projector sweep failed for a tenant');
-      }
+    if (stopped) return;
+    const idle = [...known].filter((id) => !running.has(id) && !dirty.has(id));
+    try {
+      for (const tenantId of await projections.behindOf(idle)) if (!stopped) dirty.add(tenantId);
+    } catch (error) {
+      logger.warn(
+        { err: error, tenants: idle.length },
+        'projector sweep failed; retried next sweep',
+      );
     }
   }
 

@@ -294,3 +294,33 @@ test('issue 33 fairness: a tenant with a backlog folds in turns, so a tenant mar
   await rebuildAll([flood, quiet]);
   assert.deepEqual(await snapshot([flood, quiet]), folded, 'turns fold every event once');
 });
+
+test('issue 33 the sweep asks all known tenants together and folds the ones whose notices were lost', async () => {
+  const ids = await tenants(3);
+  const random = seeded(34);
+  for (const id of ids) await randomTraffic(db.app, id, 10, random);
+  const projections = service(1_000);
+  // No notices reach this projector: only its discovery at start and its sweeps find work.
+  const deaf = { watch: () => () => undefined };
+  const p = createProjector({ projections, events: deaf, logger, sweepMs: 1_000, concurrency: 2 });
+  await p.start();
+  try {
+    await p.idle();
+    assert.deepEqual(await projections.behindOf(ids), [], 'discovery folded all three');
+    const [late = '', ...rest] = ids;
+    await randomTraffic(db.app, late, 5, random);
+    assert.deepEqual(await projections.behindOf(ids), [late], 'only the tenant with new events');
+    // The next sweep finds it and folds it.
+    const deadline = Date.now() + 30_000;
+    while ((await projections.behindOf([late])).length > 0) {
+      if (Date.now() > deadline) throw new Error('the sweep never folded the tenant');
+      await sleep(100);
+    }
+    assert.deepEqual(await projections.behindOf(rest), []);
+  } finally {
+    await p.stop();
+  }
+  const folded = await snapshot(ids);
+  await rebuildAll(ids);
+  assert.deepEqual(await snapshot(ids), folded, 'the sweep folded every event once');
+});

@@ -1,39 +1,48 @@
 /**
- * What does the API cost on top of its SQL, and does live fan-out hold up at 1,000 streams?
+ * What does the API cost on top of its SQL, and does live fan-out hold up at fleet size
+ * (10,000 streams over 1,000 tenants, on one or several svc serve replicas)?
  *
- * One process holds everything but PostgreSQL (a scratch embedded server): the real app (from
- * src/app/compose.ts, on @hono/node-server at 127.0.0.1, ephemeral port), a bare Hono server
- * beside it, and the load generator (node:http over keep-alive sockets). RSS is therefore the
- * app's plus the load generator's, which only makes the memory figures more conservative.
+ * PostgreSQL is a scratch embedded server.
  *
  *   1. HTTP, once per data size (light: a few rows per tenant; realistic: a busy tenant's
- *      history): GET /api/tenant/overview with a customer_viewer's session cookie (session
- *      check, RLS, contract validation, all in one unit of work) against a bare route that
- *      runs the same SQL as svc_mssp with `WHERE tenant_id = $1` written in, no auth and no
- *      transaction around it. Same tenants in the same order, same concurrency, alternating
- *      rounds; ratio app/bare, and the queries each side sends PostgreSQL per request.
- *   2. SSE, on the last data size: many subscribers on GET /api/tenant/events over real HTTP,
- *      1 event/s per tenant appended with appendEvent inside withTenant; delivery latency from
- *      the append's commit to receipt, deliveries per subscriber, cross-tenant deliveries (must
- *      be 0), RSS, and the database connections in use (the hub needs none per subscriber).
+ *      history), in this process: the real app (from src/app/compose.ts, on @hono/node-server
+ *      at 127.0.0.1, ephemeral port), a bare Hono server beside it, and the load generator
+ *      (node:http over keep-alive sockets). GET /api/tenant/overview with a customer_viewer's
+ *      session cookie (session check, RLS, contract validation, all in one unit of work)
+ *      against a bare route that runs the same SQL as svc_mssp with `WHERE tenant_id = $1`
+ *      written in, no auth and no transaction around it. Same tenants in the same order, same
+ *      concurrency, alternating rounds; ratio app/bare, and the queries each side sends
+ *      PostgreSQL per request.
+ *   2. SSE, on the last data size's tenants (or, with --data none, on --tenants bare tenants):
+ *      --replicas svc serve processes (bench/api/sse-server.ts) on the one database, and
+ *      --subscribers streams on GET /api/tenant/events over real HTTP from --sse-processes
+ *      client processes (bench/api/sse-client-process.ts), each with a session of its own
+ *      minted by createSession. This process appends 1 event/s per tenant with appendEvent
+ *      inside withTenant. Printed, each beside its goal: delivery latency from the append's
+ *      commit to receipt (p50/p99 < 250 ms), deliveries per subscriber, cross-tenant deliveries
+ *      (0), each replica's peak RSS (< 1 GiB), svc's CPU per delivered event per subscriber (and
+ *      net of its idle cost with every stream open), a full credential-watch pass, the database
+ *      backends (none per stream), and the machine's load.
  *
  * Exits 0 whatever the verdicts; non-zero only when the benchmark itself fails.
  *
  *   npm run bench:api -- --data both --tenants 50 --events 10000 --light-events 100 \
  *     --duration 20 --subscribers 1000
+ *   npm run bench:api -- --data none --tenants 1000 --subscribers 10000 --replicas 3
  *   BENCH_DATA=… BENCH_TENANTS=… BENCH_EVENTS=… BENCH_DURATION=… BENCH_SSE_DURATION=… \
- *     npm run bench:api
+ *     BENCH_REPLICAS=… BENCH_SSE_PROCESSES=… npm run bench:api
  */
 import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
+import { hash } from '@node-rs/argon2';
 import type { ScratchDatabase } from '../src/db/scratch.ts';
 import { startBare } from './api/bare.ts';
 import { describeDataset, type HttpVerdict, httpPhase, PASSWORD, signIn } from './api/http.ts';
 import type { LoadShape } from './api/load.ts';
 import { seconds, verdict } from './api/report.ts';
 import { type Dataset, seed, type Tenant, visibility } from './api/seed.ts';
-import { createClock, type Server, startApp } from './api/servers.ts';
+import { BENCH_HASH, createClock, type Server, startApp } from './api/servers.ts';
 import { ssePhase } from './api/sse.ts';
 import { runOnScratchDatabase } from './harness.ts';
 
@@ -44,6 +53,10 @@ interface Options {
   /** 0 skips the SSE phase. */
   subscribers: number;
   sseSeconds: number;
+  /** Tenants of the SSE phase when no HTTP data size runs (--data none). */
+  tenants: number;
+  replicas: number;
+  sseProcesses: number;
 }
 
 const FLAGS = [
@@ -59,6 +72,8 @@ const FLAGS = [
   'rounds',
   'subscribers',
   'sse-duration',
+  'replicas',
+  'sse-processes',
 ] as const;
 
 /** Every flag also reads BENCH_<NAME> (dashes as underscores); the flag wins. */
@@ -99,8 +114,8 @@ function datasets(read: ReturnType<typeof reader>): Dataset[] {
     },
   ];
   const data = read.raw('data') ?? 'both';
-  if (!['both', 'light', 'realistic'].includes(data))
-    throw new Error(`--data must be both, light or realistic, got ${JSON.stringify(data)}`);
+  if (!['both', 'light', 'realistic', 'none'].includes(data))
+    throw new Error(`--data must be both, light, realistic or none, got ${JSON.stringify(data)}`);
   return all.filter((dataset) => data === 'both' || dataset.name === data);
 }
 
@@ -120,6 +135,9 @@ function parseOptions(): Options {
     },
     subscribers: read.int('subscribers', 1_000, 0, 10_000),
     sseSeconds: read.int('sse-duration', 20, 1, 300),
+    tenants: read.int('tenants', 50, 1, 1_000),
+    replicas: read.int('replicas', 1, 1, 4),
+    sseProcesses: read.int('sse-processes', 4, 1, 8),
   };
 }
 
@@ -128,7 +146,7 @@ function printPlan(options: Options): void {
   console.log(
     `api bench: ${availableParallelism()} cores; concurrency ${shape.concurrency},` +
       ` ${seconds(shape.durationMs)} per side in ${shape.rounds} alternating rounds per data` +
-      ` size; ${options.subscribers} SSE subscribers`,
+      ` size; ${options.subscribers} SSE subscribers on ${options.replicas} replica(s)`,
   );
   for (const dataset of options.datasets)
     console.log(`  ${dataset.name}: ${describeDataset(dataset)}, target >= ${dataset.target}`);
@@ -158,31 +176,69 @@ function printSummary(verdicts: HttpVerdict[], sse: string): void {
   console.log(`\nsummary: ${[...http, `sse ${sse}`].join(', ')}`);
 }
 
-async function benchmark(scratch: ScratchDatabase, options: Options): Promise<void> {
-  printPlan(options);
+/** The HTTP comparison on every data size; the app and the bare route stop after it. */
+async function httpPhases(scratch: ScratchDatabase, options: Options) {
   const clock = createClock();
   const servers: Server[] = [];
+  const verdicts: HttpVerdict[] = [];
+  let last: Tenant[] | undefined;
   try {
     const app = await startApp(scratch.target, clock);
     servers.push(app);
     const bare = await startBare(scratch.target, clock);
     servers.push(bare);
     console.log(`  app ${app.url}, bare route ${bare.url}`);
-    const verdicts: HttpVerdict[] = [];
-    let last: { tenants: Tenant[]; cookies: string[] } | undefined;
     for (const dataset of options.datasets) {
-      last = await prepare(scratch, app, dataset);
-      verdicts.push(await httpPhase({ dataset, shape: options.shape, app, bare, clock, ...last }));
+      const prepared = await prepare(scratch, app, dataset);
+      verdicts.push(
+        await httpPhase({ dataset, shape: options.shape, app, bare, clock, ...prepared }),
+      );
+      last = prepared.tenants;
     }
-    let sse = 'skipped';
-    if (last && options.subscribers > 0) {
-      const phase = { scratch, app, subscribers: options.subscribers, seconds: options.sseSeconds };
-      sse = verdict(await ssePhase({ ...phase, ...last }));
-    }
-    printSummary(verdicts, sse);
   } finally {
     for (const server of servers.reverse()) await server.close();
   }
+  return { verdicts, last };
+}
+
+/** --data none: tenants with a viewer each and no history, for the SSE phase alone. */
+async function bareTenants(scratch: ScratchDatabase, tenants: number): Promise<Tenant[]> {
+  const started = performance.now();
+  const dataset: Dataset = {
+    name: 'light',
+    tenants,
+    events: 0,
+    investigations: 0,
+    reviews: 0,
+    target: 0,
+  };
+  const seeded = await seed(scratch, dataset, new Date(), await hash(PASSWORD, BENCH_HASH));
+  console.log(`
+seeded ${seeded.length} tenants in ${seconds(performance.now() - started)}`);
+  return seeded;
+}
+
+async function benchmark(scratch: ScratchDatabase, options: Options): Promise<void> {
+  printPlan(options);
+  const { verdicts, last } =
+    options.datasets.length > 0
+      ? await httpPhases(scratch, options)
+      : { verdicts: [], last: undefined };
+  let sse = 'skipped';
+  if (options.subscribers > 0) {
+    const tenants = last ?? (await bareTenants(scratch, options.tenants));
+    sse = verdict(
+      await ssePhase({
+        scratch,
+        tenants,
+        subscribers: options.subscribers,
+        seconds: options.sseSeconds,
+        replicas: options.replicas,
+        clientProcesses: options.sseProcesses,
+      }),
+    );
+  }
+  printSummary(verdicts, sse);
 }
 
 runOnScratchDatabase((scratch) => benchmark(scratch, parseOptions()));

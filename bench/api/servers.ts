@@ -8,6 +8,7 @@ import type { AppDatabase } from '../../src/db/pools.ts';
 import type { SystemGate } from '../../src/db/system-gate.ts';
 import type { DatabaseTarget } from '../../src/db/target.ts';
 import type { EventHub } from '../../src/domains/events/index.ts';
+import type { CredentialWatch } from '../../src/domains/sessions/credential-watch.ts';
 import { createLogger } from '../../src/log/index.ts';
 import { countRoundTrips, type RoundTrips } from './round-trips.ts';
 
@@ -90,7 +91,7 @@ function benchConfig(): Config {
 export async function startApp(
   target: DatabaseTarget,
   clock: Clock,
-): Promise<Server & { events: EventHub; hasher: PasswordHasher }> {
+): Promise<Server & { events: EventHub; watch: CredentialWatch; hasher: PasswordHasher }> {
   const core = await composeCore({
     config: benchConfig(),
     logger: createLogger('silent'),
@@ -105,6 +106,7 @@ export async function startApp(
   return {
     url: server.url,
     events: api.events,
+    watch: api.watch,
     hasher: core.hasher,
     roundTrips,
     close: async () => {

@@ -1,10 +1,24 @@
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { REQUEST_TIMEOUT_MS } from './load.ts';
-import type { Tenant } from './seed.ts';
 
-/** SSE connections opened at once; a thousand at the same instant only measures accept(). */
+/** SSE connections opened at once per client process; all at the same instant only measures accept(). */
 const CONNECT_PARALLELISM = 32;
+
+/**
+ * Milliseconds on a clock every process of the bench shares (the wall clock at process start
+ * plus the monotonic time since), so a commit seen by the appender and a receipt seen by a
+ * client process compare.
+ */
+export const sharedNow = () => performance.timeOrigin + performance.now();
+
+/** One stream to open: which replica, as whom, for which tenant (its index and id). */
+export interface StreamPlan {
+  url: string;
+  cookie: string;
+  tenant: number;
+  tenantId: string;
+}
 
 export interface Delivery {
   id: string;
@@ -51,15 +65,10 @@ function consume(client: SseClient, chunk: string, at: number): void {
 }
 
 /** Resolves once the stream's headers arrived, i.e. once the hub has positioned it. */
-function subscribe(
-  agent: http.Agent,
-  url: string,
-  cookie: string,
-  tenant: number,
-  tenantId: string,
-): Promise<SseClient> {
+function subscribe(agent: http.Agent, plan: StreamPlan): Promise<SseClient> {
+  const { cookie, tenant, tenantId } = plan;
   return new Promise((resolve, reject) => {
-    const request = http.request(url, {
+    const request = http.request(`${plan.url}/api/tenant/events`, {
       agent,
       headers: { cookie, accept: 'text/event-stream' },
     });
@@ -76,7 +85,7 @@ function subscribe(
         return;
       }
       response.setEncoding('utf8');
-      response.on('data', (chunk: string) => consume(client, chunk, performance.now()));
+      response.on('data', (chunk: string) => consume(client, chunk, sharedNow()));
       // Teardown destroys the request on purpose; errors after that are expected.
       response.on('error', () => undefined);
       resolve(client);
@@ -89,24 +98,18 @@ function subscribe(
   });
 }
 
-/** `count` streams spread round-robin over the tenants, into `clients` as they connect. */
+/** Opens every planned stream, into `clients` as they connect. */
 export async function connectAll(
   agent: http.Agent,
-  appUrl: string,
-  cookies: string[],
-  tenants: Tenant[],
-  count: number,
+  plans: readonly StreamPlan[],
   clients: SseClient[],
 ): Promise<void> {
   let next = 0;
   const worker = async () => {
-    while (next < count) {
-      const index = next++;
-      const tenant = index % tenants.length;
-      const cookie = cookies[tenant];
-      const tenantId = tenants[tenant]?.id;
-      if (cookie === undefined || tenantId === undefined) throw new Error('no session');
-      clients.push(await subscribe(agent, `${appUrl}/api/tenant/events`, cookie, tenant, tenantId));
+    while (next < plans.length) {
+      const plan = plans[next++];
+      if (!plan) break;
+      clients.push(await subscribe(agent, plan));
     }
   };
   await Promise.all(Array.from({ length: CONNECT_PARALLELISM }, worker));

@@ -4,9 +4,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { AppDatabase } from '../../src/db/pools.ts';
 import { appendUncheckedEvent } from '../../src/domains/events/index.ts';
 import type { Tenant } from './seed.ts';
-import type { SseClient } from './sse-client.ts';
-
-const DRAIN_TIMEOUT_MS = 15_000;
+import { type SseClient, sharedNow } from './sse-client.ts';
 
 interface Commit {
   tenant: number;
@@ -39,6 +37,7 @@ export async function appendTicks(
     lags: [],
   };
   const start = performance.now() + 100;
+  // Commit instants on the clock the client processes stamp receipts with.
   const tick = async (tenant: Tenant, index: number) => {
     const streamId = randomUUID();
     for (let seq = 1; seq <= seconds; seq++) {
@@ -58,23 +57,13 @@ export async function appendTicks(
           actor: 'Worker',
         }),
       );
-      const at = performance.now();
-      result.latencies.push(at - begin);
-      result.commits.set(event.id, { tenant: index, at });
+      result.latencies.push(performance.now() - begin);
+      result.commits.set(event.id, { tenant: index, at: sharedNow() });
       result.perTenant[index] = (result.perTenant[index] ?? 0) + 1;
     }
   };
   await Promise.all(tenants.map(tick));
   return result;
-}
-
-/** Waits until every subscriber has as many deliveries as its tenant had appends, or gives up. */
-export async function drain(clients: SseClient[], perTenant: number[]): Promise<number> {
-  const started = performance.now();
-  const done = () =>
-    clients.every((client) => client.deliveries.length >= (perTenant[client.tenant] ?? 0));
-  while (!done() && performance.now() - started < DRAIN_TIMEOUT_MS) await sleep(50);
-  return performance.now() - started;
 }
 
 export interface DeliveryStats {
@@ -91,7 +80,10 @@ export interface DeliveryStats {
  * A delivery is foreign when its payload names another tenant or its id was appended for
  * another tenant; both are checked so a bug in either the payload or the routing shows.
  */
-export function analyse(clients: SseClient[], appended: AppendResult): DeliveryStats {
+export function analyse(
+  clients: readonly Pick<SseClient, 'tenant' | 'tenantId' | 'deliveries'>[],
+  appended: AppendResult,
+): DeliveryStats {
   const stats: DeliveryStats = {
     latencies: [],
     foreign: 0,

@@ -35,6 +35,31 @@ export function toSseMessage(event: StoredEvent): SSEMessage {
   return { id: event.id, event: event.type, data: JSON.stringify(data) };
 }
 
+const encoder = new TextEncoder();
+const HEARTBEAT = encoder.encode(': heartbeat\n\n');
+
+/**
+ * The hub offers one StoredEvent object to every subscriber of its tenant: its frame is
+ * serialized and encoded once and the same bytes are written to every stream (nobody writes
+ * into them). Weak, so a frame lives exactly as long as the event object some queue holds.
+ */
+const frames = new WeakMap<StoredEvent, Uint8Array>();
+
+/** The wire form of toSseMessage (as Hono's writeSSE writes it), shared per event object. */
+export function sseFrame(event: StoredEvent): Uint8Array {
+  let frame = frames.get(event);
+  if (frame) return frame;
+  const message = toSseMessage(event);
+  for (const value of [message.event, message.id])
+    if (value && /[\r\n]/.test(value))
+      throw new Error('an SSE field must not contain a line break');
+  // JSON.stringify escapes line breaks, so the data is one `data:` line.
+  const text = `event: ${message.event}\ndata: ${message.data}\nid: ${message.id}\n\n`;
+  frame = encoder.encode(text);
+  frames.set(event, frame);
+  return frame;
+}
+
 /**
  * What a stream needs: the process's hub and its one credential watch (built once in
  * src/app/compose.ts, so a process runs one re-check pass per interval however many streams
@@ -99,8 +124,7 @@ async function pump(
       // and nothing while a revocation notice naming it awaits its re-check.
       await lease.settled();
       if (lease.check()) break;
-      if (message.kind === 'heartbeat') await stream.write(': heartbeat\n\n');
-      else await stream.writeSSE(toSseMessage(message.event));
+      await stream.write(message.kind === 'heartbeat' ? HEARTBEAT : sseFrame(message.event));
     }
     const end = lease.check();
     if (end) {

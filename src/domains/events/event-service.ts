@@ -59,6 +59,10 @@ export interface EventHubStatus {
   tenants: number;
   subscribers: number;
   reconnects: number;
+  /** Barriers sent on the LISTEN connection (sync and page reads share them, see listener.ts). */
+  barriers: number;
+  /** Events handed to live subscribers, one per event per subscriber: the fan-out's work. */
+  offered: number;
 }
 
 export interface EventHub {
@@ -114,6 +118,7 @@ class Hub implements EventHub {
   readonly #observers = new Set<NoticeObserver>();
   #heartbeat: NodeJS.Timeout | undefined;
   #closed = false;
+  #offered = 0;
 
   constructor(options: EventHubOptions) {
     this.#db = options.db;
@@ -187,6 +192,8 @@ class Hub implements EventHub {
       tenants: this.#channels.size,
       subscribers,
       reconnects: this.#listener.reconnects,
+      barriers: this.#listener.barriers,
+      offered: this.#offered,
     };
   }
 
@@ -253,8 +260,11 @@ class Hub implements EventHub {
    */
   async #readPage(tenantId: string, afterId: bigint, limit: number): Promise<StoredEvent[]> {
     try {
-      const events = await this.#db.withTenant(tenantId, (tx) =>
-        readEventsAfter(tx, afterId, limit),
+      // A unit of its own: BEGIN, the tenant context and the read leave in one round trip on
+      // the pipelined pool, and the connection goes back as the COMMIT is written, not three
+      // round trips later (one read per tenant notice, 1,000 a second at fleet size).
+      const events = await this.#db.unitOfWork(() =>
+        this.#db.withTenant(tenantId, (tx) => readEventsAfter(tx, afterId, limit)),
       );
       if (events.length > 0) await this.#listener.sync();
       return this.#ownedBy(tenantId, events);
@@ -313,7 +323,9 @@ class Hub implements EventHub {
     const last = events.at(-1);
     if (!last) return;
     channel.cursor = BigInt(last.id);
+    // The same event objects go to every subscriber: the stream encodes each one once.
     for (const subscriber of [...channel.subscribers]) subscriber.offer(events);
+    this.#offered += events.length * channel.subscribers.size;
   }
 
   #isLive(channel: TenantChannel): boolean {

@@ -47,6 +47,9 @@ export class EventListener {
   #reconnects = 0;
   #failedAttempts = 0;
   #closed = false;
+  #barrier: Promise<void> | undefined;
+  #nextBarrier: { client: pg.Client; promise: Promise<void> } | undefined;
+  #barriers = 0;
 
   constructor(options: ListenerOptions) {
     this.#options = options;
@@ -78,11 +81,48 @@ export class EventListener {
   /**
    * Resolves once every notification committed before this call has been handled (see
    * pingListener); rejects while the connection is down, since notices may be lost then.
+   *
+   * Coalesced: at most one barrier is in flight, plus one queued "next" that every caller
+   * arriving meanwhile shares. Still correct for each caller: a barrier covers every
+   * notification committed before it was *sent* (the server delivers them on this connection
+   * ahead of its answer), so a caller may only share a barrier sent after its call. The one in
+   * flight was sent before, so later callers wait for the next, which is sent once the current
+   * has ended, i.e. after all of their calls; nobody joins a barrier that is already sent.
    */
-  async sync(): Promise<void> {
+  sync(): Promise<void> {
     const client = this.#client;
-    if (!client) throw new Error('the LISTEN connection is down');
-    await pingListener(client);
+    if (!client) return Promise.reject(new Error('the LISTEN connection is down'));
+    if (this.#nextBarrier?.client === client) return this.#nextBarrier.promise;
+    const current = this.#barrier;
+    if (!current) return this.#sendBarrier(client);
+    const promise = current
+      .catch(() => undefined)
+      .then(() => {
+        if (this.#nextBarrier?.promise === promise) this.#nextBarrier = undefined;
+        return this.#sendBarrier(client);
+      });
+    this.#nextBarrier = { client, promise };
+    return promise;
+  }
+
+  /**
+   * On the connection that was current at the callers' call only: notices committed while it
+   * was being replaced are lost, and a barrier on the new one would vouch for them.
+   */
+  #sendBarrier(client: pg.Client): Promise<void> {
+    if (this.#client !== client)
+      return Promise.reject(new Error('the LISTEN connection was lost meanwhile'));
+    const barrier = pingListener(client).finally(() => {
+      if (this.#barrier === barrier) this.#barrier = undefined;
+    });
+    this.#barrier = barrier;
+    this.#barriers++;
+    return barrier;
+  }
+
+  /** Barriers sent so far (each one round trip on the LISTEN connection). */
+  get barriers(): number {
+    return this.#barriers;
   }
 
   async close(): Promise<void> {

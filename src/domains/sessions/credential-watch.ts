@@ -58,7 +58,8 @@ export interface CredentialWatch {
   recheckAll(): void;
   /** Resolves once no lease that is in doubt now is still in doubt. */
   settled(): Promise<void>;
-  status(): { watched: number; passes: number };
+  /** doubted: leases held back now until a re-check has read the database. */
+  status(): { watched: number; passes: number; doubted: number };
 }
 
 export interface CredentialWatchOptions {
@@ -110,6 +111,7 @@ class Lease implements CredentialLease {
     if (this.end) return;
     this.doubts++;
     if (this.#doubt) return;
+    this.#watch.doubting(this);
     let resolve: () => void = () => undefined;
     const promise = new Promise<void>((r) => {
       resolve = r;
@@ -133,6 +135,7 @@ class Lease implements CredentialLease {
   #lift(): void {
     const doubt = this.#doubt;
     this.#doubt = undefined;
+    this.#watch.lifted(this);
     doubt?.resolve();
   }
 
@@ -143,10 +146,10 @@ class Lease implements CredentialLease {
 
 /**
  * One per process: every credential held open (by an event stream) is re-checked in one pass
- * per interval, not one query per holder. A pass reads all watched sessions in one query and
- * the users in one query per RLS scope (MSSP staff in the same transaction as the sessions,
- * customer users per tenant because RLS hides them otherwise), so its cost follows the number
- * of tenants with open streams, not the number of streams. Whatever the request middleware
+ * per interval, not one query per holder. A pass is one transaction: all watched sessions in
+ * one query, and the users in one query per RLS scope (MSSP staff without a tenant context,
+ * customer users under their tenant's because RLS hides them otherwise), so its cost follows
+ * the number of tenants with open streams, not the number of streams. Whatever the request middleware
  * would refuse now (a revoked or expired session, a disabled or re-roled user, a forced
  * password change, a customer whose tenant is suspended) ends the credential's leases with the
  * reason.
@@ -162,6 +165,12 @@ class Watch implements CredentialWatch {
   readonly #mustChangeEnds: boolean;
   readonly #onError: (error: unknown) => void;
   readonly #leases = new Set<Lease>();
+  /** The leases a revocation notice may concern, by the session, user or tenant it names. */
+  readonly #bySession = new LeaseIndex();
+  readonly #byUser = new LeaseIndex();
+  readonly #byTenant = new LeaseIndex();
+  /** Leases in doubt now: what settled() waits for, without looking at the others. */
+  readonly #doubted = new Set<Lease>();
   readonly #suspects = new Set<Lease>();
   #interval: NodeJS.Timeout | undefined;
   #running = false;
@@ -178,6 +187,7 @@ class Watch implements CredentialWatch {
   watch(credential: Credential): CredentialLease {
     const lease = new Lease(this, credential);
     this.#leases.add(lease);
+    this.#index(lease, credential, 'add');
     this.#arm(lease);
     if (lease.check()) return lease;
     this.#suspect(lease);
@@ -190,7 +200,13 @@ class Watch implements CredentialWatch {
   }
 
   revoked(hint: RevocationHint): void {
-    for (const lease of this.#leases) if (concerns(lease.credential, hint)) this.#suspect(lease);
+    const index =
+      hint.kind === 'session'
+        ? this.#bySession
+        : hint.kind === 'user'
+          ? this.#byUser
+          : this.#byTenant;
+    for (const lease of index.get(hint.id)) this.#suspect(lease);
   }
 
   recheckAll(): void {
@@ -198,7 +214,15 @@ class Watch implements CredentialWatch {
   }
 
   async settled(): Promise<void> {
-    await Promise.all([...this.#leases].map((lease) => lease.settled()));
+    await Promise.all([...this.#doubted].map((lease) => lease.settled()));
+  }
+
+  doubting(lease: Lease): void {
+    if (this.#leases.has(lease)) this.#doubted.add(lease);
+  }
+
+  lifted(lease: Lease): void {
+    this.#doubted.delete(lease);
   }
 
   /**
@@ -217,17 +241,26 @@ class Watch implements CredentialWatch {
     });
   }
 
-  status(): { watched: number; passes: number } {
-    return { watched: this.#leases.size, passes: this.#passes };
+  status(): { watched: number; passes: number; doubted: number } {
+    return { watched: this.#leases.size, passes: this.#passes, doubted: this.#doubted.size };
   }
 
   forget(lease: Lease): void {
     clearTimeout(lease.timer);
-    this.#leases.delete(lease);
+    if (!this.#leases.delete(lease)) return;
+    this.#index(lease, lease.credential, 'delete');
+    this.#doubted.delete(lease);
     if (this.#leases.size === 0 && this.#interval) {
       clearInterval(this.#interval);
       this.#interval = undefined;
     }
+  }
+
+  /** A credential's session, user and tenant never change while it is watched. */
+  #index(lease: Lease, credential: Credential, op: 'add' | 'delete'): void {
+    if (credential.kind === 'session') this.#bySession[op](credential.sessionId, lease);
+    this.#byUser[op](credential.userId, lease);
+    if (credential.userTenant !== null) this.#byTenant[op](credential.userTenant, lease);
   }
 
   /**
@@ -285,18 +318,30 @@ class Watch implements CredentialWatch {
     }
     const sessions = new Map<string, SessionRow>();
     const users = new Map<string, UserState>();
-    // Sessions are not tenant-scoped, and MSSP users are visible without a tenant context.
-    await this.#db.withoutTenant(async (tx) => {
-      if (sessionIds.size > 0)
-        for (const row of await findSessionsById(tx, [...sessionIds])) sessions.set(row.id, row);
-      for (const row of await findUserStates(tx, [...(usersByScope.get(null) ?? [])]))
-        users.set(row.id, row);
+    // One connection and one transaction for the whole pass (src/db/unit-of-work.ts): sessions
+    // and MSSP staff need no tenant context, and each tenant's customers are read after a
+    // set_config of that tenant inside it, so RLS still confines every read to one tenant, at
+    // one round trip per tenant instead of a transaction each. Expendable scopes: no savepoint
+    // per tenant, and any failure fails the pass as a whole (the leases stay in doubt).
+    await this.#db.unitOfWork(async () => {
+      await this.#db.withoutTenant(
+        async (tx) => {
+          if (sessionIds.size > 0)
+            for (const row of await findSessionsById(tx, [...sessionIds]))
+              sessions.set(row.id, row);
+          for (const row of await findUserStates(tx, [...(usersByScope.get(null) ?? [])]))
+            users.set(row.id, row);
+        },
+        { expendable: true },
+      );
+      for (const [scope, ids] of usersByScope) {
+        if (scope === null) continue;
+        const rows = await this.#db.withTenant(scope, (tx) => findUserStates(tx, [...ids]), {
+          expendable: true,
+        });
+        for (const row of rows) users.set(row.id, row);
+      }
     });
-    for (const [scope, ids] of usersByScope) {
-      if (scope === null) continue;
-      for (const row of await this.#db.withTenant(scope, (tx) => findUserStates(tx, [...ids])))
-        users.set(row.id, row);
-    }
     const now = this.now();
     for (const lease of leases) {
       const { credential } = lease;
@@ -308,8 +353,13 @@ class Watch implements CredentialWatch {
         lease.finish(end);
         continue;
       }
-      if (session && credential.kind === 'session') {
-        // Other requests of the session may have slid its idle expiry; the stream follows.
+      // Other requests of the session may have slid its idle expiry; the stream follows (a
+      // pass over 10,000 unchanged sessions re-arms no timer).
+      if (
+        session &&
+        credential.kind === 'session' &&
+        +session.idle_expiry !== +credential.idleExpiry
+      ) {
         lease.credential = { ...credential, idleExpiry: session.idle_expiry };
         this.#arm(lease);
       }
@@ -318,15 +368,26 @@ class Watch implements CredentialWatch {
   }
 }
 
-/** Whether a revocation notice may concern this credential (the re-check decides). */
-function concerns(credential: Credential, hint: RevocationHint): boolean {
-  switch (hint.kind) {
-    case 'session':
-      return credential.kind === 'session' && credential.sessionId === hint.id;
-    case 'user':
-      return credential.userId === hint.id;
-    case 'tenant':
-      return credential.userTenant === hint.id;
+/** Leases by one key (a session, user or tenant id), as a revocation notice names them. */
+class LeaseIndex {
+  readonly #map = new Map<string, Set<Lease>>();
+
+  get(key: string): Lease[] {
+    const leases = this.#map.get(key);
+    return leases ? [...leases] : [];
+  }
+
+  add(key: string, lease: Lease): void {
+    const leases = this.#map.get(key);
+    if (leases) leases.add(lease);
+    else this.#map.set(key, new Set([lease]));
+  }
+
+  delete(key: string, lease: Lease): void {
+    const leases = this.#map.get(key);
+    if (!leases) return;
+    leases.delete(lease);
+    if (leases.size === 0) this.#map.delete(key);
   }
 }
 

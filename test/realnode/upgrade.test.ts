@@ -412,7 +412,7 @@ const polls = new Set<() => Promise<unknown>>();
 /**
  * The failed samples, split into those explained and the rest. Explained: (1) the database Pod
  * not Ready, or Ready again less than DATABASE_GRACE_MS before (svc's API Pods turn Ready again
- * on their next probe, every 10 s); (2) a connection refused or reset while an API Pod of svc
+ * on their next probe, every 10 s); (2) a connection refused, reset or unanswered while an API Pod of svc
  * 0.1.0 was being deleted, or less than OLD_API_GRACE_MS after: 0.1.0's API Pods have no
  * preStop pause, so svc stops accepting at SIGTERM while kube-proxy still sends them
  * connections for a moment — more than 5 s on a loaded node (a CI run measured it), which is
@@ -420,6 +420,12 @@ const polls = new Set<() => Promise<unknown>>();
  */
 const DATABASE_GRACE_MS = 15_000;
 const OLD_API_GRACE_MS = 15_000;
+/**
+ * How a connection kube-proxy still sends to a stopping 0.1.0 API Pod fails: refused or reset
+ * while svc closes, or no answer at all (TIMEOUT, the poll's 5 s) once the Pod's network is
+ * torn down before its endpoint is (a clean-clone CI run saw one, with the Pod terminating).
+ */
+const OLD_API_STOP_FAILURES: readonly string[] = ['ECONNRESET', 'ECONNREFUSED', 'TIMEOUT'];
 function summarize(samples: Sample[]) {
   const failures = samples.filter((s) => s.status !== 200);
   const explained: Sample[] = [];
@@ -432,7 +438,7 @@ function summarize(samples: Sample[]) {
     const database = within(f, (s) => !s.databaseReady, DATABASE_GRACE_MS);
     const oldApi =
       typeof f.status === 'string' &&
-      ['ECONNRESET', 'ECONNREFUSED'].includes(f.status) &&
+      OLD_API_STOP_FAILURES.includes(f.status) &&
       within(f, (s) => s.oldApiStopping, OLD_API_GRACE_MS);
     (database || oldApi ? explained : unexplained).push(f);
   }

@@ -1,11 +1,9 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { createSvcClient, type SvcClient } from '../../contracts/index.ts';
 import { freePort } from '../../src/db/embedded.ts';
 import { openStream } from '../events/support.ts';
@@ -23,6 +21,7 @@ import { getTestCluster } from '../support/cluster.ts';
 import { externalDatabaseEnv } from '../support/database.ts';
 import { type Pgbouncer, startPgbouncer } from '../support/pgbouncer.ts';
 import { TEST_PASSWORD } from '../support/sign-in.ts';
+import { type SvcProcess, startSvcProcess } from '../support/svc-process.ts';
 
 /**
  * Real `svc serve` and `svc worker` processes whose transactional pools go through a real
@@ -30,14 +29,13 @@ import { TEST_PASSWORD } from '../support/sign-in.ts';
  * (docs/operations.md "Connection pooling"): sign-in, tenant creation, a tenant-scoped write
  * and read, the event stream fed by another process's commits, and the pipeline's jobs.
  */
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** An external database means a real install: state-changing requests need its hostname. */
 const MSSP_HOST = 'mssp.example.test';
 const ORIGIN = `https://${MSSP_HOST}`;
 let rig: PipelineRig;
 let bouncer: Pgbouncer;
 let dataDir: string;
-const children: ChildProcess[] = [];
+const children: SvcProcess[] = [];
 
 before(async () => {
   rig = await startPipelineRig({ workers: false });
@@ -58,13 +56,7 @@ before(async () => {
   dataDir = await mkdtemp(path.join(tmpdir(), 'svc-pooled-'));
 });
 after(async () => {
-  for (const child of children) {
-    if (child.exitCode === null && child.signalCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-    }
-  }
+  await Promise.all(children.map((svc) => svc.kill()));
   await bouncer?.stop();
   await rig?.close();
   await rm(dataDir, { recursive: true, force: true });
@@ -95,30 +87,9 @@ function pooledEnv(port: number): Record<string, string> {
 
 /** Starts `svc <role>` and waits for the log line that says it runs. */
 async function start(role: 'serve' | 'worker', env: Record<string, string>, ready: string) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', role], {
-    cwd: ROOT,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let output = '';
-  child.stdout?.on('data', (d: Buffer) => {
-    output += d.toString('utf8');
-  });
-  child.stderr?.on('data', (d: Buffer) => {
-    output += d.toString('utf8');
-  });
-  await until(
-    `svc ${role}: ${ready}`,
-    async () => {
-      if (child.exitCode !== null) throw new Error(`svc ${role} exited: ${output}`);
-      return output.includes(ready) ? true : undefined;
-    },
-    60_000,
-  ).catch((error: unknown) => {
-    throw new Error(`${String(error)}\n${output}`);
-  });
-  return child;
+  const svc = await startSvcProcess({ command: role, env, ready: (line) => line.msg === ready });
+  children.push(svc);
+  return svc.child;
 }
 
 test('svc serve and svc worker through PgBouncer: sign-in, tenant write and read, event stream, pipeline jobs', async () => {

@@ -1,12 +1,10 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import pg from 'pg';
 import { PROVISIONING_STEPS } from '../../src/domains/provisioning/provisioning-types.ts';
@@ -25,6 +23,7 @@ import {
 } from '../provisioning/support.ts';
 import { type LlmStandIn, startLlmStandIn } from '../support/llm-stand-in.ts';
 import { loopbackCertificate } from '../support/loopback-tls.ts';
+import { type SvcProcess, startSvcProcess } from '../support/svc-process.ts';
 import { testStorageClass } from '../support/volumes.ts';
 
 // Issue 33 "Replicas under faults": three `svc serve` (API and projector), two
@@ -37,7 +36,6 @@ import { testStorageClass } from '../support/volumes.ts';
 // printed. (bench/ holds no timing goal for it: the recovery times are bounded by the
 // settings below, which the test prints beside them.)
 
-const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const LLM_KEY = 'sk-replicas-0123456789abcdef';
 const REAP_EVERY_MS = 1_000;
 const REAP_GRACE_MS = 2_000;
@@ -117,15 +115,6 @@ function outboundEnv(): Record<string, string> {
   };
 }
 
-interface SvcProcess {
-  name: string;
-  child: ChildProcess;
-  logs: Record<string, unknown>[];
-  stderr(): string;
-  exited: Promise<unknown>;
-  kill(): Promise<void>;
-}
-
 /** A real `svc <command>` process on this file's database, install namespace and cluster. */
 async function startSvc(
   name: string,
@@ -134,8 +123,10 @@ async function startSvc(
   env: Record<string, string> = {},
 ): Promise<SvcProcess> {
   const dataDir = await mkdtemp(path.join(dir, `${name}-`));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', command], {
-    cwd: ROOT,
+  const svc = await startSvcProcess({
+    name,
+    command,
+    ready,
     env: svcProcessEnv(o, dataDir, {
       SVC_LOG_LEVEL: 'info',
       SVC_METRICS_PORT: '0',
@@ -152,43 +143,8 @@ async function startSvc(
       ...outboundEnv(),
       ...env,
     }),
-    stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const logs: Record<string, unknown>[] = [];
-  let partial = '';
-  let stderr = '';
-  child.stdout?.on('data', (d: Buffer) => {
-    partial += d.toString('utf8');
-    const lines = partial.split('\n');
-    partial = lines.pop() ?? '';
-    for (const line of lines) {
-      try {
-        logs.push(JSON.parse(line) as Record<string, unknown>);
-      } catch {
-        logs.push({ msg: line });
-      }
-    }
-  });
-  child.stderr?.on('data', (d) => {
-    stderr += d;
-  });
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  const svc: SvcProcess = {
-    name,
-    child,
-    logs,
-    stderr: () => stderr,
-    exited,
-    async kill() {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-      await exited;
-    },
-  };
   children.push(svc);
-  await until(`${name} ready`, 60_000, () => {
-    if (child.exitCode !== null) throw new Error(`${name} exited ${child.exitCode}: ${stderr}`);
-    return logs.some(ready) ? true : undefined;
-  });
   return svc;
 }
 

@@ -61,6 +61,14 @@ test('issue 33 queue fairness: a tenant that queues many jobs at once does not m
       { tenantId: late, jobType: 'probe', input: { i: 1 } },
     ]),
   );
+  // A job of `other` that failed for good stays in the queue: it must not count as waiting.
+  await db.app.withTenant(other, (tx) =>
+    enqueueJobs(tx, [{ tenantId: other, jobType: 'probe', input: { i: -1 } }]),
+  );
+  await db.pools.admin.query(
+    `UPDATE graphile_worker._private_jobs SET attempts = max_attempts WHERE payload->>'tenant_id' = $1`,
+    [other],
+  );
   await db.app.withTenant(other, (tx) =>
     enqueueJobs(tx, [{ tenantId: other, jobType: 'probe', input: { i: 0 } }]),
   );

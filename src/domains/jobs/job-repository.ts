@@ -9,7 +9,7 @@ import type { JobSpec, QueuedPayload } from './job-types.ts';
  * (`job_key_preserve_run_at`), so a burst that enqueues the same key runs it once.
  *
  * Fair between tenants: a job's priority is its rank among its tenant's jobs not yet taken
- * (0 for a tenant with none waiting), and workers take the lowest priority first, then the
+ * (0 for a tenant with none waiting; a job failed for good waits for nothing and does not count), and workers take the lowest priority first, then the
  * oldest. So every tenant's n-th waiting job runs in round n: a tenant that queues a thousand
  * investigations at once does not make the next tenant's first one wait for all of them
  * (docs/jobs.md "Fairness"). The count reads the queue's own table through the
@@ -42,6 +42,7 @@ export async function enqueueJobs(tx: TenantTx, jobs: readonly JobSpec[]): Promi
        ARRAY(SELECT (s.identifier, s.payload, NULL, s.run_at, s.max_attempts, s.job_key,
                      least(32767, s.n + (SELECT count(*) FROM graphile_worker._private_jobs j
                                           WHERE j.locked_at IS NULL
+                                            AND j.attempts < j.max_attempts
                                             AND j.payload->>'tenant_id' = s.payload->>'tenant_id')),
                      NULL)::graphile_worker.job_spec
                FROM s ORDER BY s.ord),

@@ -210,6 +210,25 @@ async function podsOf(component: string): Promise<V1Pod[]> {
   return pods.items;
 }
 
+/**
+ * The database Pod settled: one Pod, Ready, not being deleted, answering psql. A chart change
+ * of its Pod template (the 0.1.0 chart's version label) restarts it after the API rollout a
+ * test waits for, and a snapshot must not straddle that restart.
+ */
+async function databaseSettled(): Promise<string> {
+  return waitUntil(
+    'the database Pod Ready and answering',
+    async () => {
+      const pods = await podsOf('database');
+      const [pod] = pods;
+      if (pods.length !== 1 || !pod || !ready(pod) || pod.metadata?.deletionTimestamp) return;
+      const answer = await sql('SELECT 1').catch(() => '');
+      return answer === '1' ? (pod.metadata?.uid ?? '') : undefined;
+    },
+    300_000,
+  );
+}
+
 /** psql as the database superuser inside the database Pod: one row of tab-separated text. */
 async function sql(query: string): Promise<string> {
   const [pod] = await podsOf('database');
@@ -875,6 +894,7 @@ test('issue 32: a downgrade to the old chart and image is refused by the old Pod
   mark('rolled back', downgrading);
   assert.deepEqual(downgradePoll.unexplained, [], 'the new API Pods answered throughout');
 
+  const database = await databaseSettled();
   const after = await snapshot();
   for (const table of COUNTED) {
     assert.ok(
@@ -884,7 +904,16 @@ test('issue 32: a downgrade to the old chart and image is refused by the old Pod
   }
   assert.equal(after.counts.schema_migrations, 32);
   const kept = await snapshot(afterUpgrade.auditIds);
-  assert.equal(kept.auditMd5, afterUpgrade.auditMd5, 'the audit rows are unchanged');
+  if (kept.auditMd5 !== afterUpgrade.auditMd5) {
+    // Say what differs: rows gone, rows changed, or another database Pod answered.
+    const found = await sql(
+      `SELECT count(*) FROM audit_log WHERE id = ANY('{${afterUpgrade.auditIds.join(',')}}'::uuid[])`,
+    ).catch((error: unknown) => String(error));
+    const pod = (await podsOf('database')).map((p) => `${p.metadata?.name} ${p.metadata?.uid}`);
+    assert.fail(
+      `the audit rows are unchanged: md5 ${kept.auditMd5} ≠ ${afterUpgrade.auditMd5}; ${found} of ${afterUpgrade.auditIds.length} rows found; database Pod then ${database}, now ${pod.join(', ')}; counts ${JSON.stringify(after.counts)}`,
+    );
+  }
   assert.equal(
     await sql(
       `SELECT string_agg(kind || ' ' || version || ' ' || schema_version, ',') FROM releases`,

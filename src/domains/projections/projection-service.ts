@@ -100,13 +100,9 @@ export function createProjectionService(deps: ProjectionServiceDeps) {
       });
     },
 
-    /** The periodic sweep's cheap question, under the tenant's own RLS context. */
-    isBehind(tenantId: string): Promise<boolean> {
-      return db.withTenant(tenantId, hasUnfoldedEvents);
-    },
-
     /**
-     * isBehind for many tenants: of `tenantIds`, those with unfolded events. SWEEP_CHUNK tenants
+     * The periodic sweep's cheap question, for many tenants: of `tenantIds`, those with
+     * unfolded events, each asked under its own tenant's RLS context. SWEEP_CHUNK tenants
      * share one unit of work (one connection and transaction, each question still in its own
      * tenant's RLS scope), so a sweep over a thousand tenants is five transactions, not a
      * thousand.

@@ -4,7 +4,8 @@
  *
  * One process holds svc: the API side's core (ingest opens the investigations, as an adapter's
  * batch would) and, per phase, a `svc worker`'s parts (a core with a pool of concurrency + 2
- * and composeWorkers running the real triage → enrich → decide jobs on the PostgreSQL queue),
+ * and composeWorkers running the real pipeline jobs on the PostgreSQL queue: triage alone with
+ * the default policy, whose triage job writes enrichment and the decision itself),
  * against a scratch embedded PostgreSQL. The model is the LLM stand-in in a child process
  * (OpenAI chat completions over HTTPS, a fixed latency, a cap on generations at once), named
  * by the install defaults (SVC_LLM_*). 50 active tenants on the default triage policy:
@@ -288,6 +289,10 @@ async function share(
       ` ${m((t) => t.triage - t.llmClient)}, HTTPS call ${m((t) => t.llmClient)} of which the` +
       ` model ${m((t) => t.llmServer)}) → queued ${m((t) => t.queued[1])} → enrich` +
       ` ${m((t) => t.enrich)} → queued ${m((t) => t.queued[2])} → decide ${m((t) => t.decide)}`,
+  );
+  const inline = times.filter((t) => t.inline).length;
+  console.log(
+    `  decided by the triage job itself (inline steps): ${inline} of ${times.length}; the others by a decide job`,
   );
   for (const job of jobProfile(run.jobs)) {
     console.log(

@@ -7,12 +7,18 @@ export interface InvestigationTimes {
   /** The model server's own time (openai-processing-ms), and the call as svc's client saw it. */
   llmServer: number;
   llmClient: number;
-  /** opened → triage handler start; triage end → enrich start; enrich end → decide start. */
+  /**
+   * opened → triage handler start; triage end → enrich start; enrich end → decide start. The
+   * last two are 0 when the triage job wrote enrichment and the decision itself
+   * (docs/pipeline.md "Inline steps"); the second also when only a decide job followed it.
+   */
   queued: [number, number, number];
-  /** Handler wall times. */
+  /** Handler wall times (0 for a step written inline by the triage job). */
   triage: number;
   enrich: number;
   decide: number;
+  /** The decision was written by the triage job. */
+  inline: boolean;
 }
 
 const sum = (values: number[]) => values.reduce((a, b) => a + b, 0);
@@ -42,18 +48,35 @@ export function investigationTimes(
       return runs.length === 1 && runs[0]?.ok ? runs[0] : undefined;
     };
     const [triage, enrich, decide] = [one('triage'), one('enrich'), one('decide')];
-    if (!triage || !enrich || !decide || triage.llm.length !== 1) {
+    const ran = (type: string) => steps.some((j) => j.type === type);
+    // Three jobs, triage then decide (the inline decision waited for the projector), or triage alone.
+    const shape = !triage
+      ? undefined
+      : enrich && decide
+        ? 'jobs'
+        : decide && !ran('enrich')
+          ? 'decide'
+          : !ran('enrich') && !ran('decide')
+            ? 'inline'
+            : undefined;
+    if (!triage || !shape || triage.llm.length !== 1) {
       problems.push(`${id}: ${steps.map((s) => `${s.type}${s.ok ? '' : '!'}`).join(',')}`);
       continue;
     }
+    const decidedAt = decide?.end ?? triage.end;
     times.push({
-      wall: decide.end - openedAt,
+      wall: decidedAt - openedAt,
       llmServer: serverMs(triage.llm),
       llmClient: clientMs(triage.llm),
-      queued: [triage.start - openedAt, enrich.start - triage.end, decide.start - enrich.end],
+      queued: [
+        triage.start - openedAt,
+        enrich ? enrich.start - triage.end : decide ? decide.start - triage.end : 0,
+        enrich && decide ? decide.start - enrich.end : 0,
+      ],
       triage: triage.end - triage.start,
-      enrich: enrich.end - enrich.start,
-      decide: decide.end - decide.start,
+      enrich: enrich ? enrich.end - enrich.start : 0,
+      decide: decide ? decide.end - decide.start : 0,
+      inline: shape === 'inline',
     });
   }
   return { times, problems };

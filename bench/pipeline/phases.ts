@@ -13,6 +13,9 @@ import type { LlmProcess } from './llm.ts';
 import type { BenchSvc } from './svc.ts';
 import type { JobTiming, Recorder } from './timing.ts';
 
+/** How often a phase reads the decisions made while it waits for them all. */
+const DECISION_POLL_MS = 50;
+
 /** What a phase of investigations left behind for the report. */
 export interface PipelineRun {
   concurrency: number;
@@ -37,11 +40,21 @@ async function runInvestigations(
     recorder.reset();
     const llmBefore = (await options.llm.stats()).requests;
     const openings = await open();
-    await recorder.waitFor('decide', options.count, options.timeoutMs);
-    const jobs = [...recorder.jobs];
     const opened = await investigationsOf(svc.mssp, openings);
+    // A decision is written by the decide job, or by the triage job itself when no analyzer is
+    // allowed (docs/pipeline.md "Inline steps"): counted in the database, then every handler
+    // that wrote one has returned once none runs.
+    const ids = [...opened.keys()];
+    const deadline = Date.now() + options.timeoutMs;
+    while ((await decisionsOf(svc.mssp, ids)).decided < options.count) {
+      if (Date.now() > deadline)
+        throw new Error(`fewer than ${options.count} decisions in ${options.timeoutMs} ms`);
+      await sleep(DECISION_POLL_MS);
+    }
+    await recorder.waitFor('every job returned', () => recorder.running === 0, options.timeoutMs);
+    const jobs = [...recorder.jobs];
     const first = Math.min(...openings.values());
-    const last = Math.max(...jobs.filter((j) => j.type === 'decide').map((j) => j.end));
+    const last = Math.max(...jobs.map((j) => j.end));
     return {
       concurrency: options.concurrency,
       investigations: options.count,

@@ -45,8 +45,10 @@ export interface Recorder {
   /** The job table with every handler timed; what composeWorkers is given. */
   instrument(jobs: Readonly<Record<string, JobHandler>>): Record<string, JobHandler>;
   jobs: JobTiming[];
-  /** Resolves once `count` jobs of `type` have finished since the last reset. */
-  waitFor(type: string, count: number, timeoutMs: number): Promise<void>;
+  /** Handlers running now (started, not returned). */
+  readonly running: number;
+  /** Resolves once `done()` holds, checked now and after every job that finishes. */
+  waitFor(what: string, done: () => boolean, timeoutMs: number): Promise<void>;
   reset(): void;
   close(): void;
 }
@@ -55,6 +57,7 @@ export function createRecorder(): Recorder {
   const context = new AsyncLocalStorage<JobTiming>();
   const pending = new WeakMap<ClientRequest, { job: JobTiming; start: number }>();
   let jobs: JobTiming[] = [];
+  let running = 0;
   let waiters: Array<() => void> = [];
 
   const onStart = (message: unknown) => {
@@ -115,11 +118,13 @@ export function createRecorder(): Recorder {
               queryMs: 0,
               commitMs: 0,
             };
+            running++;
             try {
               await context.run(job, () => handler(run));
               job.ok = true;
             } finally {
               job.end = performance.now();
+              running--;
               jobs.push(job);
               for (const wake of waiters) wake();
             }
@@ -130,14 +135,15 @@ export function createRecorder(): Recorder {
     get jobs() {
       return jobs;
     },
-    waitFor(type, count, timeoutMs) {
-      const done = () => jobs.filter((j) => j.type === type && j.ok).length >= count;
+    get running() {
+      return running;
+    },
+    waitFor(what, done, timeoutMs) {
       if (done()) return Promise.resolve();
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => {
           waiters = waiters.filter((w) => w !== check);
-          const seen = jobs.filter((j) => j.type === type && j.ok).length;
-          reject(new Error(`${seen} of ${count} ${type} jobs finished in ${timeoutMs} ms`));
+          reject(new Error(`not ${what} in ${timeoutMs} ms (${jobs.length} jobs finished)`));
         }, timeoutMs);
         const check = () => {
           if (!done()) return;

@@ -64,6 +64,7 @@ const ALERTS_READ = 50;
 /** Analyzer runs per investigation: indicators × allowed analyzers, first ones first. */
 const MAX_ANALYZER_RUNS = 20;
 const ANSWER_TOKENS = 1024;
+const NO_ANALYZERS = 'no analyzers allowed by the triage policy';
 
 const CORTEX_TYPE: Record<Ioc['type'], string> = {
   ip: 'ip',
@@ -225,6 +226,63 @@ export function createPipelineService(deps: PipelineServiceDeps) {
     return { failure: `malformed_answer: ${reason}`.slice(0, 500), record };
   }
 
+  /**
+   * The decision, in the caller's transaction with the investigation locked and its stream read.
+   * False, with nothing written, when it would put a review in the queue before the projector
+   * has folded the investigation (a review row references the projection): the caller retries.
+   */
+  async function decideIn(
+    tx: TenantTx,
+    run: StepRun,
+    investigationId: string,
+    stream: PipelineEvent[],
+    resolved?: ResolvedPolicy,
+  ): Promise<boolean> {
+    const opened = openedOf(stream);
+    if (!opened || has(stream, 'decision.made')) return true;
+    const policy = resolved ?? resolvePolicy((await findPolicy(tx, run.tenantId))?.policy);
+    const decision = decideFrom(stream, opened, policy);
+    if (decision.kind === 'review' && !(await investigationProjected(tx, investigationId)))
+      return false;
+    await append(tx, run, investigationId, 'decision.made', {
+      action: decision.kind,
+      reason: decision.reason,
+    });
+    if (decision.kind === 'close') {
+      await append(tx, run, investigationId, 'investigation.closed', {
+        verdict: decision.verdict,
+        reason: decision.reason,
+        by: 'pipeline',
+      });
+      await audit(tx, run, 'investigation.close', investigationId, {
+        verdict: decision.verdict,
+        reason: decision.reason,
+      });
+      return true;
+    }
+    const review = await insertReview(tx, {
+      tenantId: run.tenantId,
+      investigationId,
+      proposedAction: decision.proposed,
+      actionParams: { verdict: decision.verdict },
+      rationale: decision.reason,
+      evidence: decision.evidence,
+      risk: decision.risk,
+      confidence: decision.confidence,
+      requestedBy: run.actorId,
+    });
+    await append(tx, run, investigationId, 'review.requested', {
+      review_id: review.id,
+      proposed_action: decision.proposed,
+      rationale: decision.reason,
+    });
+    await audit(tx, run, 'review.request', review.id, {
+      investigation_id: investigationId,
+      proposed_action: decision.proposed,
+    });
+    return true;
+  }
+
   return {
     /** Step 1: the tenant's policy decides, or the model triages. Records triage.completed or triage.failed. */
     async triage(run: StepRun, investigationId: string): Promise<void> {
@@ -293,7 +351,21 @@ export function createPipelineService(deps: PipelineServiceDeps) {
               ...outcome.record,
             });
         }
-        await next(tx, run, 'enrich', investigationId);
+        if (policy.analyzers.length > 0) {
+          await next(tx, run, 'enrich', investigationId);
+          return;
+        }
+        // docs/pipeline.md "Inline steps": no analyzer may run, so enrichment has no outside
+        // call to wait for, and it and the decision are written here, in this transaction.
+        if (!has(stream, 'enrichment.completed'))
+          await append(tx, run, investigationId, 'enrichment.completed', {
+            iocs: extractIocs(alerts),
+            results: [],
+            note: NO_ANALYZERS,
+          });
+        const written = await readInvestigationStream(tx, investigationId);
+        if (!(await decideIn(tx, run, investigationId, written, policy)))
+          await next(tx, run, 'decide', investigationId);
       });
     },
 
@@ -314,7 +386,7 @@ export function createPipelineService(deps: PipelineServiceDeps) {
       const candidates = publicIocs(state.iocs);
       const runs: AnalyzerRun[] = [];
       let note: string | undefined;
-      if (state.analyzers.length === 0) note = 'no analyzers allowed by the triage policy';
+      if (state.analyzers.length === 0) note = NO_ANALYZERS;
       else if (candidates.length === 0) note = 'no public indicators';
       else {
         const client = await deps.components.analysis(run.tenantId).catch((error: unknown) => {
@@ -351,48 +423,8 @@ export function createPipelineService(deps: PipelineServiceDeps) {
       await db.withTenant(run.tenantId, async (tx) => {
         await lockInvestigation(tx, investigationId);
         const stream = await readInvestigationStream(tx, investigationId);
-        const opened = openedOf(stream);
-        if (!opened || has(stream, 'decision.made')) return;
-        const policy = resolvePolicy((await findPolicy(tx, run.tenantId))?.policy);
-        const decision = decideFrom(stream, opened, policy);
-        await append(tx, run, investigationId, 'decision.made', {
-          action: decision.kind,
-          reason: decision.reason,
-        });
-        if (decision.kind === 'close') {
-          await append(tx, run, investigationId, 'investigation.closed', {
-            verdict: decision.verdict,
-            reason: decision.reason,
-            by: 'pipeline',
-          });
-          await audit(tx, run, 'investigation.close', investigationId, {
-            verdict: decision.verdict,
-            reason: decision.reason,
-          });
-          return;
-        }
-        if (!(await investigationProjected(tx, investigationId)))
+        if (!(await decideIn(tx, run, investigationId, stream)))
           throw new ProjectionLagError(investigationId);
-        const review = await insertReview(tx, {
-          tenantId: run.tenantId,
-          investigationId,
-          proposedAction: decision.proposed,
-          actionParams: { verdict: decision.verdict },
-          rationale: decision.reason,
-          evidence: decision.evidence,
-          risk: decision.risk,
-          confidence: decision.confidence,
-          requestedBy: run.actorId,
-        });
-        await append(tx, run, investigationId, 'review.requested', {
-          review_id: review.id,
-          proposed_action: decision.proposed,
-          rationale: decision.reason,
-        });
-        await audit(tx, run, 'review.request', review.id, {
-          investigation_id: investigationId,
-          proposed_action: decision.proposed,
-        });
       });
     },
 

@@ -42,12 +42,27 @@ export interface AppDatabase {
  * Every entry point maps a lost database (refused, reset, terminated by a restart) to the
  * 503 `database_unavailable` problem, so callers never mistake it for a bug (500).
  */
-export function createAppDatabase(target: DatabaseTarget, max = 10): AppDatabase {
+/**
+ * How long a unit of work waits for an app-pool connection (a free one, or a new one to be
+ * connected) before it fails as 503 `database_unavailable`: an exhausted pool or a connect whose
+ * SYNs are dropped (a pooler Service between an endpoint's loss and kube-proxy's next sync) does
+ * not hold a request, or queue new ones, without end (docs/operations.md "Sizing").
+ */
+export const APP_POOL_WAIT_MS = 10_000;
+/** /healthz's own connection: a probe must fail before the kubelet's timeout. */
+const HEALTH_WAIT_MS = 3_000;
+
+export function createAppDatabase(
+  target: DatabaseTarget,
+  max = 10,
+  options: { waitMs?: number } = {},
+): AppDatabase {
   const pool = new pg.Pool({
     ...pooledConfig(target, 'app'),
     ...transactionPooling(target),
     max,
     idleTimeoutMillis: 30_000,
+    connectionTimeoutMillis: options.waitMs ?? APP_POOL_WAIT_MS,
   });
   // An idle client's network error must not crash the process; the pool replaces it.
   pool.on('error', () => undefined);
@@ -59,6 +74,7 @@ export function createAppDatabase(target: DatabaseTarget, max = 10): AppDatabase
     pipeline: false,
     max: 1,
     idleTimeoutMillis: 30_000,
+    connectionTimeoutMillis: HEALTH_WAIT_MS,
   });
   health.on('error', () => undefined);
   const scoped = <T>(

@@ -129,6 +129,39 @@ test('issue 10: a refused connection answers 503 database_unavailable on the app
   }
 });
 
+test('issue 33: an exhausted app pool answers 503 database_unavailable after its wait bound instead of queueing without end; the held unit is unharmed', async () => {
+  const db = createAppDatabase(scratch.target, 1, { waitMs: 200 });
+  let release = () => {};
+  const hold = new Promise<void>((resolve) => {
+    release = resolve;
+  });
+  try {
+    let entered = () => {};
+    const inside = new Promise<void>((resolve) => {
+      entered = resolve;
+    });
+    const held = db.withScope(null, async (tx) => {
+      await tx.query('SELECT 1');
+      entered();
+      await hold;
+      return (await tx.query<{ n: number }>('SELECT 2 AS n')).rows[0]?.n;
+    });
+    await inside;
+    await assert.rejects(
+      db.withScope(null, (tx) => tx.query('SELECT 1')),
+      assertUnavailable,
+    );
+    assert.equal(db.pool.waitingCount, 0, 'the refused unit left the queue');
+    release();
+    assert.equal(await held, 2);
+    // The pool serves again once its connection is back.
+    assert.equal((await db.withScope(null, (tx) => tx.query('SELECT 1'))).rowCount, 1);
+  } finally {
+    release();
+    await db.close();
+  }
+});
+
 test('issue 10: a tenant lock whose session connection is terminated while held does not crash; releasing it is harmless', async () => {
   const locks = createTenantLocks(scratch.target);
   try {

@@ -23,7 +23,7 @@ import { CANONICAL_UUID } from './uuid.ts';
  * image.registry, ingress hostnames, database.external.host/existingSecret) are what an
  * operator must write. Keys beyond §2.9, each needed to run the package and documented in
  * docs/charts-system.md: `install.namespace`, `serviceAccount.name`, `api.replicas`, `worker`,
- * `resources.worker`, `database.image`, `database.external.ssl`, `networkPolicies`, `edgeProxy`, `outbound`,
+ * `resources.worker`, `database.image`, `database.external.ssl`, `networkPolicies`, `edgeProxy`, `pgbouncer`, `outbound`,
  * `defaults.llm.prices`, `tenants`, `scheduling`.
  *
  * Patterns avoid look-arounds: Helm checks them with Go's RE2 engine.
@@ -346,7 +346,40 @@ export const SystemValues = Type.Object(
       closed,
     ),
     /**
-     * Where svc's pods run (api, orchestrator, worker, database, edge proxy): Kubernetes'
+     * PgBouncer in transaction-pooling mode in front of the database for svc's transactional
+     * pools (docs/operations.md "Connection pooling (PgBouncer)"). The image must have /bin/sh
+     * and `pgbouncer` on PATH: the chart's start script writes the auth file from the database
+     * Secret. `poolSize` is server connections per (database, role) per replica (pgbouncer's
+     * default_pool_size), so the database sees at most replicas × poolSize × 2 (svc_app,
+     * svc_mssp) through it.
+     */
+    pgbouncer: Type.Object(
+      {
+        enabled: Type.Boolean({ default: false }),
+        image: Type.Object(
+          {
+            repository: Type.String({
+              pattern: '^[a-z0-9]([a-z0-9.:/_-]*[a-z0-9])?$',
+              default: 'ghcr.io/cloudnative-pg/pgbouncer',
+            }),
+            tag: Type.String({
+              pattern: '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$',
+              default: '1.24.1',
+            }),
+            digest: Digest,
+          },
+          closed,
+        ),
+        replicas: Type.Integer({ minimum: 1, maximum: 20, default: 2 }),
+        poolSize: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
+        /** pgbouncer's max_client_conn: every replica's pooled connections, with room. */
+        maxClientConnections: Type.Integer({ minimum: 10, maximum: 100000, default: 2000 }),
+        resources: resources({ cpu: '50m', memory: '64Mi' }, { cpu: '1', memory: '256Mi' }),
+      },
+      closed,
+    ),
+    /**
+     * Where svc's pods run (api, orchestrator, worker, database, edge proxy, pooler): Kubernetes'
      * own `nodeSelector` and `tolerations`, applied to every pod of the release (dedicated
      * nodes for the control plane, a tainted pool, the test cluster's real node).
      */

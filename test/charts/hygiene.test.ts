@@ -161,6 +161,14 @@ async function render(
 
 const renders = await Promise.all([
   render('system', 'svc-system', 'svc-system', systemHygieneValues(), true),
+  // PgBouncer in front of the database (issue 33): its own objects, scored like the rest.
+  render(
+    'system-pgbouncer',
+    'svc-system',
+    'svc-system',
+    mergeValues(systemHygieneValues(), { pgbouncer: { enabled: true } }),
+    true,
+  ),
   render('tenant-loadbalancer', 'svc-tenant', 'tenant-acme', sampleTenantValues(), true),
   render('tenant-edge-proxy', 'svc-tenant', 'tenant-acme', edgeTenantValues(), true),
 ]);
@@ -350,15 +358,17 @@ test('issue 17 PostgreSQL reads its superuser password from a mounted file, not 
 });
 
 test('issue 17 every svc-system pod is egress-isolated; the database may reach nothing', () => {
-  const policies = system.filter((o) => o.kind === 'NetworkPolicy');
+  const pooled = renderById.get('system-pgbouncer')?.objects ?? [];
+  const policies = pooled.filter((o) => o.kind === 'NetworkPolicy');
   for (const [kind, name] of [
     ['Deployment', 'svc-api'],
     ['Deployment', 'svc-orchestrator'],
     ['Deployment', 'svc-worker'],
     ['Deployment', 'svc-edge-proxy'],
+    ['Deployment', 'svc-pgbouncer'],
     ['StatefulSet', 'svc-postgres'],
   ]) {
-    const labels = podLabels(system, kind as string, name as string);
+    const labels = podLabels(pooled, kind as string, name as string);
     const egress = policies.filter(
       (p) =>
         p.spec.policyTypes.includes('Egress') && selects(p.spec.podSelector.matchLabels, labels),

@@ -5,7 +5,7 @@
 # + dpkg-deb -x, dependency closure from apt-cache), binaries the tests already have, and small
 # entrypoints; umoci writes one layer and the config, as scripts/build-image.sh does for svc.
 #
-#   testcluster/images/build.sh pause|postgres|haproxy|opensearch
+#   testcluster/images/build.sh pause|postgres|haproxy|opensearch|pgbouncer
 #
 # Needs root (layers record file owners), umoci, apt-get; Go only for pause on a cold cache.
 set -euo pipefail
@@ -20,7 +20,8 @@ case "$name" in
   postgres) ref=localhost/svc-test/postgres:18 ;;
   haproxy) ref=localhost/svc-test/haproxy:2.6 ;;
   opensearch) ref=localhost/svc-test/opensearch:2.19.4 ;;
-  *) echo "usage: $0 pause|postgres|haproxy|opensearch" >&2; exit 2 ;;
+  pgbouncer) ref=localhost/svc-test/pgbouncer:1.18 ;;
+  *) echo "usage: $0 pause|postgres|haproxy|opensearch|pgbouncer" >&2; exit 2 ;;
 esac
 tag="${ref##*:}"
 
@@ -56,9 +57,15 @@ case "$name" in
     libgssapi-krb5-2 libhogweed6 libidn2-0 libk5crypto3 libkeyutils1 libkrb5-3 libkrb5support0
     libldap-2.5-0 libnettle8 libnghttp2-14 libp11-kit0 libpsl5 librtmp1 libsasl2-2 libssh2-1
     libssl3 libtasn1-6 libunistring2 libzstd1) ;;
+  # Exactly these, no closure: the package depends on postgresql-common (perl, ssl-cert, the
+  # cluster wrappers) for its init script and the Debian cluster layout, none of which a
+  # container runs; pgbouncer links only the libraries listed (the library check proves it).
+  pgbouncer) want_debs=(pgbouncer libc6 libc-ares2 libevent-2.1-7 libssl3 libsystemd0 libpam0g
+    libcap2 libgcrypt20 libgpg-error0 liblzma5 libzstd1 liblz4-1 libaudit1 libcap-ng0 dash
+    busybox) ;;
 esac
 recurse=true
-[[ "$name" == opensearch ]] && recurse=false
+[[ "$name" == opensearch || "$name" == pgbouncer ]] && recurse=false
 # Packages a container never uses: maintainer-script and init-system tools (debconf, perl,
 # adduser, usrmerge, ...), what they pull in, and data-only packages. A library an image's
 # binaries do link is asked back with keep_debs below; the library check at the end of the build
@@ -260,6 +267,20 @@ case "$name" in
       --config.cmd -W --config.cmd -db --config.cmd -f --config.cmd /usr/local/etc/haproxy/haproxy.cfg
       --config.env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
       --config.stopsignal SIGUSR1 --config.workingdir /var/lib/haproxy)
+    ;;
+  pgbouncer)
+    # The contract of the chart's default image (CloudNativePG's PgBouncer on Debian):
+    # pgbouncer on PATH, /bin/sh, a non-root user; the chart mounts /etc/pgbouncer (its
+    # pgbouncer.ini and start script) and runs the script, which writes the auth file.
+    rm -rf "$rootfs/etc/pgbouncer" "$rootfs/usr/share/postgresql-common"
+    install -d -m 0755 "$rootfs/etc/pgbouncer"
+    applets cat ls
+    passwd_group pgbouncer:998
+    install -d -m 0755 -o 998 -g 998 "$rootfs/var/run/pgbouncer"
+    config=(--config.user 998:998 --config.entrypoint pgbouncer
+      --config.cmd /etc/pgbouncer/pgbouncer.ini
+      --config.env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+      --config.exposedports 6432/tcp --config.workingdir /)
     ;;
   opensearch)
     # The layout of the Wazuh indexer image the tenant chart runs (wazuh/wazuh-indexer 4.x,

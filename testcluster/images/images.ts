@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The images testcluster/images/build.sh makes (docs/test-images.md). */
-export type TestImageName = 'pause' | 'postgres' | 'haproxy' | 'opensearch';
+export type TestImageName = 'pause' | 'postgres' | 'haproxy' | 'opensearch' | 'pgbouncer';
 
 export interface TestImage {
   /** The OCI archive, for `ctr -n k8s.io images import` or `umoci unpack`. */

@@ -194,6 +194,21 @@ orchestrator differ only in SVC_ORCHESTRATOR, which each Deployment sets itself.
 {{- end }}
 
 {{/*
+The pooler's address for the API, the orchestrator and the job runner (pgbouncer.enabled): their
+transactional pools go through it, while SVC_DATABASE_HOST stays the database itself for LISTEN,
+session locks, the job queue and migrations (docs/operations.md "Connection pooling
+(PgBouncer)"). Empty when the pooler is off.
+*/}}
+{{- define "svc.poolerEnv" -}}
+{{- if .Values.pgbouncer.enabled -}}
+- name: SVC_DATABASE_POOLER_HOST
+  value: {{ printf "svc-pgbouncer.%s.svc" .Release.Namespace | quote }}
+- name: SVC_DATABASE_POOLER_PORT
+  value: "6432"
+{{- end }}
+{{- end }}
+
+{{/*
 What a pod serving /metrics adds when metrics.enabled (empty otherwise): the label the
 svc-metrics Service selects, the scrape annotations, and the container port.
 */}}
@@ -320,9 +335,10 @@ install-id: {{ .Values.install.installId | quote }}
 
 {{/*
 Egress of svc's own pods (API, orchestrator, job runner): DNS; the database (the in-chart pod, or
-database.external's port at any address, since a NetworkPolicy cannot name a host); the
-Kubernetes API (networkPolicies.kubeApiServer: the API server's endpoint addresses and ports,
-which is what a policy sees after the `kubernetes` Service is translated); every port of this
+database.external's port at any address, since a NetworkPolicy cannot name a host); the pooler's
+pods (pgbouncer.enabled); the Kubernetes API (networkPolicies.kubeApiServer: the API server's
+endpoint addresses and ports, which is what a policy sees after the `kubernetes` Service is
+translated); every port of this
 install's tenant namespaces (indexer, case and analysis APIs); svc's own API (SVC_API_URL,
 which the svc-api policy admits from svc's pods); and outbound HTTPS to LLM providers and
 integrations (networkPolicies.outbound).
@@ -342,6 +358,15 @@ integrations (networkPolicies.outbound).
 - ports:
     - protocol: TCP
       port: {{ .Values.database.external.port }}
+{{- end }}
+{{- if .Values.pgbouncer.enabled }}
+- to:
+    - podSelector:
+        matchLabels:
+          {{- include "svc.pgbouncerSelector" . | nindent 10 }}
+  ports:
+    - protocol: TCP
+      port: 6432
 {{- end }}
 - ports:
     {{- range $np.kubeApiServer.ports }}

@@ -19,10 +19,18 @@ export interface ServerSample {
   watch: { watched: number; passes: number };
 }
 
+/** A replica's memory right after a full garbage collection (bench/api/sse-server.ts 'memory'). */
+export interface MemorySample {
+  rss: number;
+  heapUsed: number;
+  external: number;
+}
+
 export interface Replica {
   url: string;
   child: Child;
   sample(): Promise<ServerSample>;
+  memory(): Promise<MemorySample>;
 }
 
 /** `count` svc serve replicas on the one database, each in its own process. */
@@ -38,6 +46,7 @@ export async function startReplicas(scratch: ScratchDatabase, count: number): Pr
         url,
         child,
         sample: () => child.ask<ServerSample>({ type: 'sample' }, 'sample'),
+        memory: () => child.ask<MemorySample>({ type: 'memory' }, 'memory'),
       };
     }),
   );

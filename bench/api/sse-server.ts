@@ -4,16 +4,23 @@
  * from the composition root (bench/api/servers.ts startApp), driven over the IPC channel:
  *   parent -> {type:'start', target}  child -> {type:'listening', url}
  *   parent -> {type:'sample'}  -> {type:'sample', rss, peakRss, cpuUs, loopP99Ms, hub, watch}
+ *   parent -> {type:'memory'}  -> {type:'memory', rss, heapUsed, external}: after a full GC
  *   parent -> {type:'recheck'} -> {type:'rechecked', ms, cpuMs, leases}: one full credential-watch pass
  *   parent -> {type:'stop'}    -> exits
  */
 import { readFile } from 'node:fs/promises';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import v8 from 'node:v8';
+import vm from 'node:vm';
 import type { DatabaseTarget } from '../../src/db/target.ts';
 import { serveParent } from './child.ts';
 import { createClock, startApp } from './servers.ts';
 
 const RSS_SAMPLE_MS = 100;
+
+// A full collection before a memory sample, so per-stream heap figures are live objects only.
+v8.setFlagsFromString('--expose-gc');
+const collectGarbage = vm.runInNewContext('gc') as () => void;
 
 let app: Awaited<ReturnType<typeof startApp>> | undefined;
 let peakRss = process.memoryUsage.rss();
@@ -55,6 +62,11 @@ serveParent(async (message) => {
       };
       loop.reset();
       return answer;
+    }
+    case 'memory': {
+      collectGarbage();
+      const { rss, heapUsed, external, arrayBuffers } = process.memoryUsage();
+      return { type: 'memory', rss, heapUsed, external: external + arrayBuffers };
     }
     case 'recheck': {
       const { watch } = running();

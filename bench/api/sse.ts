@@ -3,6 +3,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import type { ScratchDatabase } from '../../src/db/scratch.ts';
+import { EVENT_HUB_DEFAULTS } from '../../src/domains/events/index.ts';
 import { percentile } from '../harness.ts';
 import type { Child } from './child.ts';
 import { forkChild } from './child.ts';
@@ -12,6 +13,7 @@ import { openWorkerDatabase, POOL_SIZE } from './servers.ts';
 import type { Delivery } from './sse-client.ts';
 import { type AppendResult, analyse, appendTicks } from './sse-deliveries.ts';
 import {
+  type MemorySample,
   machineTicks,
   mintSessions,
   planStreams,
@@ -20,8 +22,8 @@ import {
   startReplicas,
 } from './sse-fleet.ts';
 
-/** The appender stands in for a worker process with a small pool of its own. */
-const APPENDER_POOL_SIZE = 4;
+/** The appender stands in for a worker process with a small pool of its own (default size). */
+export const APPENDER_POOL_SIZE = 4;
 const DRAIN_TIMEOUT_MS = 15_000;
 /** Server CPU with every stream open and nothing appended, to tell the fan-out's own cost. */
 const IDLE_WINDOW_MS = 5_000;
@@ -43,6 +45,8 @@ export interface SsePhase {
   replicas: number;
   /** Processes the SSE clients are spread over. */
   clientProcesses: number;
+  /** Connections of the appender's pool (--appender-connections). */
+  appenderConnections: number;
 }
 
 interface ConnectionCount {
@@ -73,10 +77,14 @@ function printConnections(rows: ConnectionCount[], appRole: string, phase: SsePh
   const total = app.reduce((sum, row) => sum + row.n, 0);
   console.log(`  database backends with ${phase.subscribers} streams open:`);
   for (const row of rows) console.log(`    ${row.usename} ${row.application_name}: ${row.n}`);
-  // Per replica its pool and its one LISTEN connection, plus the appender's pool: none per stream.
-  const bound = phase.replicas * (POOL_SIZE + 1) + APPENDER_POOL_SIZE;
+  // Per replica its pool, the hub's read pool and its one LISTEN connection, plus the
+  // appender's pool: none per stream.
+  const perReplica = POOL_SIZE + EVENT_HUB_DEFAULTS.readConnections + 1;
+  const bound = phase.replicas * perReplica + phase.appenderConnections;
   const pass = total <= bound;
-  console.log(`  svc_app backends ${total} <= ${bound} (pools + LISTEN) -> ${verdict(pass)}`);
+  console.log(
+    `  svc_app backends ${total} <= ${bound} (pools + hub reads + LISTEN) -> ${verdict(pass)}`,
+  );
   return pass;
 }
 
@@ -110,6 +118,7 @@ function deliveriesOf(drained: Drained[]) {
 /** Forks the client processes and opens every stream; returns them once all are connected. */
 async function connect(phase: SsePhase, replicas: Replica[], cookies: string[]) {
   const shares = planStreams(replicas, phase.tenants, cookies, phase.clientProcesses);
+  const memoryBefore = await Promise.all(replicas.map((r) => r.memory()));
   const started = performance.now();
   const clients: ClientShare[] = await Promise.all(
     shares.map(async (plans, i) => {
@@ -127,6 +136,17 @@ async function connect(phase: SsePhase, replicas: Replica[], cookies: string[]) 
         .join('; ')}`,
   );
   if (open !== phase.subscribers) throw new Error(`the hubs hold ${open} subscribers`);
+  const memoryAfter = await Promise.all(replicas.map((r) => r.memory()));
+  const kib = (of: (m: MemorySample) => number) =>
+    (
+      memoryAfter.reduce((sum, m, i) => sum + of(m) - of(memoryBefore[i] ?? m), 0) /
+      1024 /
+      Math.max(1, open)
+    ).toFixed(1);
+  console.log(
+    `  per open stream (after a full GC, all replicas): RSS ${kib((m) => m.rss)} KiB,` +
+      ` of which JS heap ${kib((m) => m.heapUsed)} KiB and buffers ${kib((m) => m.external)} KiB`,
+  );
   return clients;
 }
 
@@ -157,7 +177,7 @@ export async function ssePhase(phase: SsePhase): Promise<boolean> {
       ` ${phase.replicas} svc serve replica(s), clients in ${phase.clientProcesses} processes,` +
       ` 1 event/s per tenant for ${phase.seconds} s (appendEvent in withTenant)`,
   );
-  const appender = await openWorkerDatabase(scratch.target, APPENDER_POOL_SIZE);
+  const appender = await openWorkerDatabase(scratch.target, phase.appenderConnections);
   const replicas: Replica[] = [];
   let clients: ClientShare[] = [];
   try {
@@ -271,15 +291,17 @@ function reportServers(cpu: CpuWindow, deliveries: number): boolean {
     (s, x, i) => s + x.hub.offered - (cpu.from[i]?.hub.offered ?? 0),
     0,
   );
-  const barriers = cpu.to.reduce(
-    (s, x, i) => s + x.hub.barriers - (cpu.from[i]?.hub.barriers ?? 0),
-    0,
-  );
+  const delta = (of: (s: ServerSample) => number) =>
+    cpu.to.reduce((sum, x, i) => sum + of(x) - (cpu.from[i] ? of(cpu.from[i]) : 0), 0);
+  const barriers = delta((s) => s.hub.barriers);
+  const batches = delta((s) => s.hub.batches);
+  const batchedTenants = delta((s) => s.hub.batchedTenants);
   console.log(
     `  svc CPU: ${seconds(used / 1000)} over ${seconds(cpu.windowMs)} (idle with every stream` +
       ` open: ${(cpu.idleUsPerSecond / 1000).toFixed(0)} ms/s); per delivered event per subscriber` +
       ` ${perDelivery.toFixed(1)} µs (${net.toFixed(1)} µs net of idle); hub offered ${offered},` +
-      ` LISTEN barriers ${barriers}; event loop p99 ${cpu.to.map((s) => ms(s.loopP99Ms)).join(', ')}`,
+      ` LISTEN barriers ${barriers}, batched reads ${batches} over ${batchedTenants} tenant reads` +
+      ` (${(batchedTenants / Math.max(1, batches)).toFixed(1)} per read); event loop p99 ${cpu.to.map((s) => ms(s.loopP99Ms)).join(', ')}`,
   );
   return lean;
 }

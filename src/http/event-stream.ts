@@ -1,5 +1,5 @@
 import type { Context } from 'hono';
-import { type SSEMessage, type SSEStreamingApi, streamSSE } from 'hono/streaming';
+import type { SSEMessage } from 'hono/streaming';
 import type { StreamEvent } from '../../contracts/events.ts';
 import { parseEventId, type StoredEvent } from '../domains/events/event-repository.ts';
 import type { EventHub } from '../domains/events/event-service.ts';
@@ -100,46 +100,79 @@ export async function streamTenantEvents(
     lease.release();
     throw error;
   }
-  // Reverse proxies (nginx) would otherwise hold events back in their buffers.
-  c.header('X-Accel-Buffering', 'no');
-  const response = streamSSE(c, (stream) => pump(stream, subscription, lease));
-  // streamSSE sets no-cache (store, but revalidate); one tenant's events must not be stored.
-  response.headers.set('Cache-Control', 'no-store');
-  return response;
+  return c.body(eventStream(subscription, lease), 200, {
+    // Hono's streamSSE headers, but no-store: no-cache would let a cache store one tenant's
+    // events (and only revalidate them).
+    'Content-Type': 'text/event-stream',
+    'Cache-Control': 'no-store',
+    Connection: 'keep-alive',
+    'Transfer-Encoding': 'chunked',
+    // Reverse proxies (nginx) would otherwise hold events back in their buffers.
+    'X-Accel-Buffering': 'no',
+  });
 }
 
-async function pump(
-  stream: SSEStreamingApi,
-  subscription: Subscription,
-  lease: CredentialLease,
-): Promise<void> {
-  stream.onAbort(() => subscription.close());
-  // The client may have gone between subscribing and this callback starting.
-  if (stream.aborted) subscription.close();
-  // Wakes a stream waiting for events, so an idle one ends at once too.
-  void lease.ended.then(() => subscription.close());
-  try {
-    for await (const message of subscription) {
-      // Judged before every write: nothing reaches the client once the credential is gone,
-      // and nothing while a revocation notice naming it awaits its re-check.
-      await lease.settled();
-      if (lease.check()) break;
-      await stream.write(message.kind === 'heartbeat' ? HEARTBEAT : sseFrame(message.event));
-    }
-    const end = lease.check();
-    if (end) {
-      // No id: the client's Last-Event-ID stays at the last event it really got.
-      if (!stream.aborted)
-        await stream.writeSSE({ event: end.event, data: JSON.stringify({ reason: end.reason }) });
-      return;
-    }
-    // Tells the client why the stream ends; it reconnects with Last-Event-ID and loses nothing.
-    if (subscription.closeReason && subscription.closeReason !== 'unsubscribed')
-      await stream.write(`: closed ${subscription.closeReason}\n\n`);
-  } finally {
+/**
+ * The response body, pulled by the server as the socket takes it (issue 33): each read takes
+ * the subscription's next message and hands out its shared frame. No TransformStream, writer or
+ * pump in between (Hono's streamSSE), which cost each of 10,000 open streams memory and every
+ * delivery a few more promise hops. Nothing is pulled while the socket is backed up, so a slow
+ * client's events wait in its subscription queue, bounded by maxQueue.
+ */
+function eventStream(subscription: Subscription, lease: CredentialLease): ReadableStream {
+  let finished = false;
+  const finish = () => {
+    if (finished) return;
+    finished = true;
     lease.release();
     subscription.close();
-  }
+  };
+  // Wakes a stream waiting for events, so an idle one ends at once too.
+  void lease.ended.then(() => subscription.close());
+  return new ReadableStream<Uint8Array>(
+    {
+      pull: async (controller) => {
+        try {
+          const next = await subscription.next();
+          if (!next.done) {
+            // Judged before every write: nothing reaches the client once the credential is
+            // gone, and nothing while a revocation notice naming it awaits its re-check.
+            await lease.settled();
+            if (!lease.check()) {
+              const { value } = next;
+              controller.enqueue(value.kind === 'heartbeat' ? HEARTBEAT : sseFrame(value.event));
+              return;
+            }
+          }
+          const last = lastBlock(subscription, lease);
+          finish();
+          if (last) controller.enqueue(last);
+          controller.close();
+        } catch (error) {
+          finish();
+          controller.error(error);
+        }
+      },
+      // The client went away (the server cancels the body when the socket closes).
+      cancel: finish,
+    },
+    { highWaterMark: 0 },
+  );
+}
+
+/**
+ * Why the stream ends, as its last block: the credential's end (no id, so the client's
+ * Last-Event-ID stays at the last event it really got), or the hub's reason as a comment; the
+ * client reconnects with Last-Event-ID and loses nothing.
+ */
+function lastBlock(subscription: Subscription, lease: CredentialLease): Uint8Array | undefined {
+  const end = lease.check();
+  if (end)
+    return encoder.encode(
+      `event: ${end.event}\ndata: ${JSON.stringify({ reason: end.reason })}\n\n`,
+    );
+  const reason = subscription.closeReason;
+  return reason && reason !== 'unsubscribed' ? encoder.encode(`: closed ${reason}\n\n`) : undefined;
 }
 
 /** How long a revoking request waits for this process's streams to be re-checked. */

@@ -14,7 +14,8 @@ import { createTenant } from '../support/fixtures.ts';
 
 /**
  * Issue 33: the credential watch's pass reads every tenant's customers in one transaction (a
- * set_config per tenant inside it) instead of a transaction per tenant, and finds the leases a
+ * set_config per tenant inside it, all in one round trip: src/db/tenant-batch.ts) instead of a
+ * transaction per tenant, and finds the leases a
  * revocation names through an index instead of scanning them all. Real users in real tenants,
  * read back through svc_app under RLS.
  */
@@ -89,7 +90,7 @@ function release(leases: Map<string, CredentialLease>) {
   for (const lease of leases.values()) lease.release();
 }
 
-test('issue 33 a full re-check over many tenants takes one connection once and ends only the disabled user', async () => {
+test('issue 33 a full re-check over many tenants takes two connections once (sessions and staff; every tenant in one batch) and ends only the disabled user', async () => {
   const watch = newWatch();
   const leases = await watchAll(watch);
   const target = tenants[17];
@@ -110,7 +111,11 @@ test('issue 33 a full re-check over many tenants takes one connection once and e
   } finally {
     watchDb.pool.off('acquire', count);
   }
-  assert.equal(checkouts, 1, `${TENANTS} tenants read in one transaction`);
+  assert.equal(
+    checkouts,
+    2,
+    `${TENANTS} tenants read in one transaction beside the install-wide one`,
+  );
   assert.equal(watch.status().doubted, 0);
   for (const [user, lease] of leases)
     assert.deepEqual(

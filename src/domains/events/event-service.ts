@@ -1,7 +1,11 @@
 // The events domain: each tenant's ordered event store (appended in the transaction of the
 // change it records) and the one LISTEN/NOTIFY hub fanning it out to live subscribers.
+import pg from 'pg';
 import { isUuid } from '../../../contracts/uuid.ts';
 import type { AppDatabase } from '../../db/pools.ts';
+import { readEachTenant, type TenantRead } from '../../db/tenant-batch.ts';
+import type { TenantTx } from '../../db/tenant-context.ts';
+import { databaseUnavailable } from '../../db/unavailable.ts';
 import {
   latestEventId,
   parseEventId,
@@ -18,11 +22,30 @@ export const EVENT_HUB_DEFAULTS = {
   pageSize: 200,
   reconnectMinMs: 100,
   reconnectMaxMs: 5_000,
+  readConnections: 2,
+  readWaitMs: 5_000,
+  readQueue: 200,
+  batchTenants: 200,
 } as const;
 
 interface EventHubCommonOptions {
-  /** The svc_app database: every row the hub reads is read under withTenant. */
+  /**
+   * The svc_app database. The hub reads on a small pool of its own with the same settings
+   * (`readConnections`), every row under its tenant's RLS context.
+   */
   db: AppDatabase;
+  /** Connections of the hub's read pool; also how many batched live reads run at once. */
+  readConnections?: number;
+  /**
+   * How long a read waits for one of them (the pool's connectionTimeoutMillis); and how many
+   * may wait at all (`readQueue`): beyond either, the read fails at once as
+   * DatabaseUnavailableError, so a new stream is answered 503 database_unavailable instead of
+   * hanging (docs/events.md "Bounded reads").
+   */
+  readWaitMs?: number;
+  readQueue?: number;
+  /** Tenants read together in one transaction and one round trip. */
+  batchTenants?: number;
   heartbeatMs?: number;
   /** Events a subscriber may fall behind by before it is dropped. */
   maxQueue?: number;
@@ -63,6 +86,9 @@ export interface EventHubStatus {
   barriers: number;
   /** Events handed to live subscribers, one per event per subscriber: the fan-out's work. */
   offered: number;
+  /** Batched live reads (one transaction, one round trip each) and the tenants they read. */
+  batches: number;
+  batchedTenants: number;
 }
 
 export interface EventHub {
@@ -94,6 +120,22 @@ interface TenantChannel {
   dirty: boolean;
 }
 
+/** The connection settings of the app pool, for the hub's own small read pool. */
+function readPool(db: AppDatabase, max: number, waitMs: number): pg.Pool {
+  const pool = new pg.Pool({
+    ...db.pool.options,
+    // pg-pool keeps the password off the enumerable options (so it is never logged).
+    password: db.pool.options.password,
+    max,
+    connectionTimeoutMillis: waitMs,
+    idleTimeoutMillis: 30_000,
+    application_name: 'svc-app-events-reads',
+  });
+  // An idle client's network error must not crash the process; the pool replaces it.
+  pool.on('error', () => undefined);
+  return pool;
+}
+
 /**
  * One LISTEN connection per process fans new events out to in-process subscribers, each bound
  * to one tenant. On a notice for tenant T the hub reads T's new rows once (bursts coalesce into
@@ -106,12 +148,15 @@ export async function createEventHub(options: EventHubOptions): Promise<EventHub
 }
 
 class Hub implements EventHub {
-  readonly #db: AppDatabase;
+  readonly #pool: pg.Pool;
   readonly #listener: EventListener;
   readonly #heartbeatMs: number;
   readonly #maxQueue: number;
   readonly #pageSize: number;
   readonly #retryMs: number;
+  readonly #readQueue: number;
+  readonly #maxBatches: number;
+  readonly #batchTenants: number;
   readonly #onError: (error: unknown, context: string) => void;
   readonly #channels = new Map<string, TenantChannel>();
   readonly #timers = new Set<NodeJS.Timeout>();
@@ -119,9 +164,23 @@ class Hub implements EventHub {
   #heartbeat: NodeJS.Timeout | undefined;
   #closed = false;
   #offered = 0;
+  /** Channels with news, waiting for the next batched read (in arrival order). */
+  readonly #due = new Set<TenantChannel>();
+  #flushQueued = false;
+  #batchesInFlight = 0;
+  #batches = 0;
+  #batchedTenants = 0;
 
   constructor(options: EventHubOptions) {
-    this.#db = options.db;
+    const connections = options.readConnections ?? EVENT_HUB_DEFAULTS.readConnections;
+    this.#pool = readPool(
+      options.db,
+      connections,
+      options.readWaitMs ?? EVENT_HUB_DEFAULTS.readWaitMs,
+    );
+    this.#readQueue = options.readQueue ?? EVENT_HUB_DEFAULTS.readQueue;
+    this.#maxBatches = connections;
+    this.#batchTenants = options.batchTenants ?? EVENT_HUB_DEFAULTS.batchTenants;
     this.#heartbeatMs = options.heartbeatMs ?? EVENT_HUB_DEFAULTS.heartbeatMs;
     this.#maxQueue = options.maxQueue ?? EVENT_HUB_DEFAULTS.maxQueue;
     this.#pageSize = Math.min(options.pageSize ?? EVENT_HUB_DEFAULTS.pageSize, this.#maxQueue);
@@ -167,7 +226,7 @@ class Hub implements EventHub {
       await channel.ready;
       // An id above the tenant's newest is not one of its events: resume from its newest.
       if (resumeAfter !== undefined)
-        subscriber.clampReplay(await this.#db.withTenant(tenant, latestEventId));
+        subscriber.clampReplay(await this.#readOne(tenant, latestEventId));
     } catch (error) {
       subscriber.end('failed');
       throw error;
@@ -194,6 +253,8 @@ class Hub implements EventHub {
       reconnects: this.#listener.reconnects,
       barriers: this.#listener.barriers,
       offered: this.#offered,
+      batches: this.#batches,
+      batchedTenants: this.#batchedTenants,
     };
   }
 
@@ -206,7 +267,9 @@ class Hub implements EventHub {
     for (const channel of [...this.#channels.values()])
       for (const subscriber of [...channel.subscribers]) subscriber.end('hub_closed');
     this.#channels.clear();
+    this.#due.clear();
     await this.#listener.close();
+    await this.#pool.end();
   }
 
   #resumePoint(lastEventId: string | undefined): bigint | undefined {
@@ -237,12 +300,12 @@ class Hub implements EventHub {
   /** Live delivery for a new tenant starts at its newest event at this moment. */
   async #position(channel: TenantChannel): Promise<void> {
     try {
-      channel.cursor = await this.#db.withTenant(channel.tenantId, latestEventId);
+      channel.cursor = await this.#readOne(channel.tenantId, latestEventId);
     } catch (error) {
       if (this.#channels.get(channel.tenantId) === channel) this.#channels.delete(channel.tenantId);
       throw error;
     }
-    if (channel.dirty) void this.#fetch(channel);
+    if (channel.dirty) this.#fetch(channel);
   }
 
   #detach(channel: TenantChannel, subscriber: Subscriber): void {
@@ -259,19 +322,48 @@ class Hub implements EventHub {
    * nothing is handed on; the reconnect re-checks every credential, then catches up.
    */
   async #readPage(tenantId: string, afterId: bigint, limit: number): Promise<StoredEvent[]> {
+    const [page] = await this.#readPages([{ tenantId, afterId }], limit);
+    return page ?? [];
+  }
+
+  /**
+   * Pages of several tenants in one transaction and one round trip (readEachTenant: each
+   * tenant's read runs under its own context), then one barrier for all of them.
+   */
+  async #readPages(
+    reads: readonly { tenantId: string; afterId: bigint }[],
+    limit: number,
+  ): Promise<StoredEvent[][]> {
+    const afterIds = new Map(reads.map((r) => [r.tenantId, r.afterId]));
     try {
-      // A unit of its own: BEGIN, the tenant context and the read leave in one round trip on
-      // the pipelined pool, and the connection goes back as the COMMIT is written, not three
-      // round trips later (one read per tenant notice, 1,000 a second at fleet size).
-      const events = await this.#db.unitOfWork(() =>
-        this.#db.withTenant(tenantId, (tx) => readEventsAfter(tx, afterId, limit)),
+      const pages = await this.#read(
+        reads.map((r) => r.tenantId),
+        (tx, tenantId) => readEventsAfter(tx, afterIds.get(tenantId) ?? 0n, limit),
       );
-      if (events.length > 0) await this.#listener.sync();
-      return this.#ownedBy(tenantId, events);
+      if (pages.some((page) => page.length > 0)) await this.#listener.sync();
+      return pages.map((page, i) => this.#ownedBy(reads[i]?.tenantId ?? '', page));
     } catch (error) {
-      this.#onError(error, `events: reading tenant ${tenantId}`);
+      this.#onError(error, `events: reading ${reads.length} tenant(s)`);
       throw error;
     }
+  }
+
+  async #readOne<T>(tenantId: string, read: (tx: TenantTx) => Promise<T>): Promise<T> {
+    const [value] = await this.#read([tenantId], read);
+    return value as T;
+  }
+
+  /**
+   * Every read of the hub, on its own pool: bounded in connections, in waiting time and in
+   * waiters, so a flood of new streams (a replica's viewers reconnecting at once) is refused
+   * early instead of queueing without end, and never takes the API's connections.
+   */
+  #read<T>(tenantIds: readonly string[], read: TenantRead<T>): Promise<T[]> {
+    if (this.#pool.waitingCount >= this.#readQueue)
+      return Promise.reject(
+        databaseUnavailable(new Error(`${this.#pool.waitingCount} event-hub reads are waiting`)),
+      );
+    return readEachTenant(this.#pool, tenantIds, read);
   }
 
   /** RLS already confines the read; a foreign row here would be a bug, so it is never passed on. */
@@ -287,36 +379,77 @@ class Hub implements EventHub {
     const channel = this.#channels.get(notice.tenantId);
     if (!channel) return;
     if (channel.cursor !== undefined && notice.id <= channel.cursor) return;
-    void this.#fetch(channel);
+    this.#fetch(channel);
   }
 
   /**
-   * Reads everything after the tenant's cursor and offers it to the tenant's subscribers.
-   * Appends are serialized per tenant (sql/0008), so ids become visible in order and reading
-   * "after the cursor" never skips one. A notice during a read only marks the channel dirty.
+   * Marks the tenant for the next batched read. Appends are serialized per tenant (sql/0008),
+   * so ids become visible in order and reading "after the cursor" never skips one. A notice
+   * while the tenant is being read only marks it dirty: it is read again right after.
    */
-  async #fetch(channel: TenantChannel): Promise<void> {
+  #fetch(channel: TenantChannel): void {
     if (!this.#isLive(channel)) return;
     if (channel.cursor === undefined || channel.fetching) {
       channel.dirty = true;
       return;
     }
-    channel.fetching = true;
+    this.#due.add(channel);
+    if (this.#flushQueued) return;
+    this.#flushQueued = true;
+    // After the current I/O callbacks: pg hands over every notice of one socket read
+    // synchronously, so a burst's tenants (and, under load, a whole tick's) share one read.
+    setImmediate(() => {
+      this.#flushQueued = false;
+      this.#flush();
+    });
+  }
+
+  /** Starts batched reads of the due tenants, at most one per read connection at a time. */
+  #flush(): void {
+    while (!this.#closed && this.#due.size > 0 && this.#batchesInFlight < this.#maxBatches) {
+      const batch: TenantChannel[] = [];
+      for (const channel of this.#due) {
+        this.#due.delete(channel);
+        if (this.#isLive(channel) && !channel.fetching) batch.push(channel);
+        if (batch.length >= this.#batchTenants) break;
+      }
+      if (batch.length > 0) void this.#readBatch(batch);
+    }
+  }
+
+  async #readBatch(batch: TenantChannel[]): Promise<void> {
+    this.#batchesInFlight++;
+    this.#batches++;
+    this.#batchedTenants += batch.length;
+    for (const channel of batch) {
+      channel.fetching = true;
+      channel.dirty = false;
+    }
+    let pages: StoredEvent[][] | undefined;
     try {
-      do {
-        channel.dirty = false;
-        const events = await this.#readPage(channel.tenantId, channel.cursor, this.#pageSize);
-        this.#deliver(channel, events);
-        if (events.length === this.#pageSize) channel.dirty = true;
-      } while (channel.dirty && this.#isLive(channel));
+      pages = await this.#readPages(
+        batch.map((c) => ({ tenantId: c.tenantId, afterId: c.cursor ?? 0n })),
+        this.#pageSize,
+      );
     } catch {
-      channel.dirty = true;
       // While the LISTEN connection is down the database most likely is too: the reconnect
       // (with backoff) fetches every channel once it is back, so no retry storm meanwhile.
-      if (this.#listener.listening) this.#later(() => this.#fetch(channel), this.#retryMs);
+      if (this.#listener.listening)
+        this.#later(() => {
+          for (const channel of batch) this.#fetch(channel);
+        }, this.#retryMs);
     } finally {
-      channel.fetching = false;
+      this.#batchesInFlight--;
+      for (const channel of batch) channel.fetching = false;
     }
+    batch.forEach((channel, i) => {
+      const page = pages?.[i];
+      if (!page || !this.#isLive(channel)) return;
+      this.#deliver(channel, page);
+      // A full page: there is more. A notice during the read: there may be.
+      if (page.length === this.#pageSize || channel.dirty) this.#fetch(channel);
+    });
+    this.#flush();
   }
 
   #deliver(channel: TenantChannel, events: StoredEvent[]): void {
@@ -341,7 +474,7 @@ class Hub implements EventHub {
   /** Notices sent while disconnected are gone; every tenant in use catches up from its cursor. */
   #catchUp(): void {
     for (const observer of this.#observers) observer.reconnected();
-    for (const channel of this.#channels.values()) void this.#fetch(channel);
+    for (const channel of this.#channels.values()) this.#fetch(channel);
   }
 
   #later(fn: () => unknown, ms: number): void {

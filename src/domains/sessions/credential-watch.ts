@@ -6,8 +6,9 @@ import {
 } from '../../auth/credential.ts';
 import type { AuthMode } from '../../config/index.ts';
 import type { AppDatabase } from '../../db/pools.ts';
+import { readEachTenant } from '../../db/tenant-batch.ts';
 import { findUserStates, type UserState } from '../users/user-repository.ts';
-import { findSessionsById, isLive, type SessionRow } from './session-repository.ts';
+import { findSessionStates, type SessionState } from './credential-watch-repository.ts';
 
 /**
  * How often open credentials are re-checked against the database anyway. Revocations reach
@@ -146,10 +147,11 @@ class Lease implements CredentialLease {
 
 /**
  * One per process: every credential held open (by an event stream) is re-checked in one pass
- * per interval, not one query per holder. A pass is one transaction: all watched sessions in
- * one query, and the users in one query per RLS scope (MSSP staff without a tenant context,
- * customer users under their tenant's because RLS hides them otherwise), so its cost follows
- * the number of tenants with open streams, not the number of streams. Whatever the request middleware
+ * per interval, not one query per holder. A pass is two transactions at once: all watched
+ * sessions and the MSSP staff in one (no tenant context), and the customer users of every
+ * tenant in the other, one query per tenant under its own context (RLS hides them otherwise),
+ * all sent in one round trip (readEachTenant). Its cost follows the number of tenants with
+ * open streams, not the number of streams. Whatever the request middleware
  * would refuse now (a revoked or expired session, a disabled or re-roled user, a forced
  * password change, a customer whose tenant is suspended) ends the credential's leases with the
  * reason.
@@ -316,32 +318,24 @@ class Watch implements CredentialWatch {
       scope.add(credential.userId);
       usersByScope.set(credential.userTenant, scope);
     }
-    const sessions = new Map<string, SessionRow>();
+    const sessions = new Map<string, SessionState>();
     const users = new Map<string, UserState>();
-    // One connection and one transaction for the whole pass (src/db/unit-of-work.ts): sessions
-    // and MSSP staff need no tenant context, and each tenant's customers are read after a
-    // set_config of that tenant inside it, so RLS still confines every read to one tenant, at
-    // one round trip per tenant instead of a transaction each. Expendable scopes: no savepoint
-    // per tenant, and any failure fails the pass as a whole (the leases stay in doubt).
-    await this.#db.unitOfWork(async () => {
-      await this.#db.withoutTenant(
-        async (tx) => {
-          if (sessionIds.size > 0)
-            for (const row of await findSessionsById(tx, [...sessionIds]))
-              sessions.set(row.id, row);
-          for (const row of await findUserStates(tx, [...(usersByScope.get(null) ?? [])]))
-            users.set(row.id, row);
-        },
-        { expendable: true },
-      );
-      for (const [scope, ids] of usersByScope) {
-        if (scope === null) continue;
-        const rows = await this.#db.withTenant(scope, (tx) => findUserStates(tx, [...ids]), {
-          expendable: true,
-        });
-        for (const row of rows) users.set(row.id, row);
-      }
-    });
+    const tenantScopes = [...usersByScope.keys()].filter((scope) => scope !== null);
+    // Sessions and MSSP staff need no tenant context; each tenant's customers are read after a
+    // set_config of that tenant, every tenant in one read-only transaction and one round trip
+    // (src/db/tenant-batch.ts), so RLS still confines every read to one tenant. Either read
+    // failing fails the pass as a whole (the leases stay in doubt).
+    const [install, perTenant] = await Promise.all([
+      this.#db.withoutTenant(async (tx) => ({
+        sessions: await findSessionStates(tx, [...sessionIds]),
+        staff: await findUserStates(tx, [...(usersByScope.get(null) ?? [])]),
+      })),
+      readEachTenant(this.#db.pool, tenantScopes, (tx, tenantId) =>
+        findUserStates(tx, [...(usersByScope.get(tenantId) ?? [])]),
+      ),
+    ]);
+    for (const row of install.sessions) sessions.set(row.id, row);
+    for (const row of [...install.staff, ...perTenant.flat()]) users.set(row.id, row);
     const now = this.now();
     for (const lease of leases) {
       const { credential } = lease;
@@ -398,7 +392,7 @@ class LeaseIndex {
 function judge(
   credential: Credential,
   user: UserState | undefined,
-  session: SessionRow | null | undefined,
+  session: SessionState | null | undefined,
   now: Date,
   rules: { mustChangeEnds: boolean },
 ): CredentialEnd | undefined {
@@ -412,7 +406,9 @@ function judge(
   if (session !== null) {
     if (!session || session.revoked_at !== null)
       return { event: 'revoked', reason: 'session_revoked' };
-    if (!isLive(session, now)) return { event: 'expired', reason: 'session_expired' };
+    // isLive's expiry rule (session-repository.ts, spec §3.2) on the judged columns alone.
+    if (!(now < session.absolute_expiry && now < session.idle_expiry))
+      return { event: 'expired', reason: 'session_expired' };
   }
   // Proxy mode never asks for a password change, not even of a token's holder: the proxy
   // authenticates, and the password set for the move to internal mode (spec §5.10) is not

@@ -109,6 +109,11 @@ export const SystemValues = Type.Object(
           },
           closed,
         ),
+        /**
+         * The in-chart server's max_connections (docs/operations.md "Sizing"): the image's 100
+         * is below what 3 API, 2 orchestrator and 2 worker replicas open directly (about 122).
+         */
+        maxConnections: Type.Integer({ minimum: 50, maximum: 5000, default: 200 }),
         storage: Type.Object(
           {
             size: Type.String({

@@ -140,6 +140,19 @@ test('§2.9 resources of the API, orchestrator and database are the spec default
   assert.equal(sizedClaim?.storageClassName, 'fast');
 });
 
+test('issue 33 the in-chart database allows 200 connections by default (the image allows 100, under what 3 API, 2 orchestrator and 2 worker replicas open); database.maxConnections sets it', async () => {
+  const args = (objects: KubernetesObject[]) =>
+    container(objects, 'StatefulSet', 'svc-postgres').args;
+  assert.deepEqual(args(await render()), ['postgres', '-c', 'max_connections=200']);
+  assert.deepEqual(args(await render({ database: { maxConnections: 400 } })), [
+    'postgres',
+    '-c',
+    'max_connections=400',
+  ]);
+  await assert.rejects(render({ database: { maxConnections: 10 } }), /maxConnections/);
+  await assert.rejects(render({ database: { maxConnections: '300; drop' } }), /maxConnections/);
+});
+
 test('§2.9 API and orchestrator run svc serve with probes; the orchestrator loop only in one', async () => {
   const objects = await render();
   const api = container(objects, 'Deployment', 'svc-api');

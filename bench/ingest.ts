@@ -22,12 +22,17 @@
  *   4. Baseline: the same alert.received rows INSERTed plainly into `events` for fresh tenants,
  *      from one connection and from one connection per tenant; the faster one is the baseline.
  *
+ * With `--adapters N` it runs the fleet run instead (issue 33, bench/ingest/fleet-run.ts): N
+ * tenants, N real adapters against stand-in indexers, the enqueue rank's cost, then the other
+ * tenants' latency and the projector's lag with and without one tenant's `--flood` backlog.
+ *
  * Exits 0 whatever the verdicts; non-zero only when the benchmark itself fails.
  *
  *   npm run bench:ingest -- --tenants 50 --alerts 2000 --rate 2500 --latency-duration 20
  *   npm run bench:ingest -- --refresh 1s,200ms,true --shards 3   # refresh modes, shards
  *   BENCH_ALERTS=… BENCH_RATE=… npm run bench:ingest
  *   SVC_POLL_SECONDS=0.5 SVC_PROJECTOR_CONCURRENCY=4 npm run bench:ingest   # tuning
+ *   npm run bench:ingest -- --adapters 100 --flood 100000   # the fleet run
  *   npm run bench:ingest -- --help
  */
 import { rmSync } from 'node:fs';
@@ -51,6 +56,7 @@ import {
 import { type BenchApp, type BenchTenant, createTenants, startApp } from './ingest/app.ts';
 import { type BaselineResult, baselinePhase } from './ingest/baseline.ts';
 import { type CpuSnapshot, cpuDelta, cpuSnapshot, postmasterPid } from './ingest/cpu.ts';
+import { type FleetOptions, fleetBenchmark } from './ingest/fleet-run.ts';
 import { describeRefresh, type LatencyResult, latencyPhase } from './ingest/latency.ts';
 import { type BenchIndexer, type RefreshMode, startBenchIndexer } from './ingest/opensearch.ts';
 import { type ThroughputResult, throughputPhase } from './ingest/throughput.ts';
@@ -88,6 +94,14 @@ const FLAGS = [
   'refresh',
   'shards',
   'indexer-heap',
+  'adapters',
+  'flood',
+  'duration',
+  'steady-rate',
+  'enqueue-waiting',
+  'enqueue-jobs',
+  'settle',
+  'flood-indexer',
 ] as const;
 
 const USAGE = `npm run bench:ingest -- [options]   (each also as BENCH_<NAME>, e.g. BENCH_ALERTS)
@@ -104,6 +118,15 @@ const USAGE = `npm run bench:ingest -- [options]   (each also as BENCH_<NAME>, e
   --baseline-batch N     rows per INSERT in the baseline (500)
   --pool N               svc's database pool (svc's default)
   --timeout S            throughput phase limit (300)
+Fleet run (issue 33: 100 adapters at once, stand-in indexers, one tenant flooded):
+  --adapters N           tenants and real adapter processes; selects the fleet run
+  --flood N              alerts appended at once to tenant 1's indexer (100000)
+  --steady-rate N        alerts/s over the other tenants, each phase (500)
+  --duration S           seconds each steady phase writes (30)
+  --settle S             how long a phase waits for its alerts to be projected (300)
+  --enqueue-waiting LIST jobs waiting for a tenant in the enqueue phase (0,1000,10000,100000)
+  --enqueue-jobs LIST    jobs one batch enqueues there (12,500)
+  --flood-indexer KIND   tenant 1's indexer: opensearch (a real node) or stand-in (opensearch)
 Adapters: SVC_POLL_SECONDS, SVC_INGEST_BATCH, SVC_HEARTBEAT_SECONDS, SVC_LATE_WINDOW_SECONDS.
 svc: SVC_PROJECTOR_*, SVC_INGEST_*.`;
 
@@ -374,7 +397,10 @@ async function benchmark(scratch: ScratchDatabase, options: Options): Promise<vo
     adapters = await startAdapters({
       tenants,
       apiUrl: app.url,
-      indexer,
+      indexerOf: (t) => ({
+        url: (indexer as BenchIndexer).url,
+        index: (indexer as BenchIndexer).patternFor(t.n),
+      }),
       extra: overrides,
       track: (a) => started.push(a),
     });
@@ -486,6 +512,60 @@ async function benchmark(scratch: ScratchDatabase, options: Options): Promise<vo
   }
 }
 
+function numbers(name: string, text: string, max: number): number[] {
+  const list = text.split(',').map((v) => Number(v.trim().replaceAll('_', '')));
+  if (list.some((v) => !Number.isInteger(v) || v < 0 || v > max))
+    throw new Error(`--${name} must list integers 0-${max}, got ${JSON.stringify(text)}`);
+  return list;
+}
+
+function floodIndexer(text: string): FleetOptions['floodIndexer'] {
+  if (text !== 'opensearch' && text !== 'stand-in')
+    throw new Error(`--flood-indexer must be opensearch or stand-in, got ${JSON.stringify(text)}`);
+  return text;
+}
+
+function parseFleetOptions(): FleetOptions | undefined {
+  const { values } = parseArgs({
+    options: Object.fromEntries(FLAGS.map((name) => [name, { type: 'string' as const }])),
+    strict: false,
+  });
+  const raw = (name: (typeof FLAGS)[number]) =>
+    (values as Partial<Record<string, string>>)[name] ??
+    process.env[`BENCH_${name.toUpperCase().replaceAll('-', '_')}`];
+  const int = (name: (typeof FLAGS)[number], fallback: number, min: number, max: number) => {
+    const text = raw(name);
+    const value = text === undefined ? fallback : Number(text.replaceAll('_', ''));
+    if (!Number.isInteger(value) || value < min || value > max)
+      throw new Error(`--${name} must be an integer ${min}-${max}, got ${JSON.stringify(text)}`);
+    return value;
+  };
+  if (raw('adapters') === undefined) return undefined;
+  return {
+    adapters: int('adapters', 100, 2, 200),
+    flood: int('flood', 100_000, 0, 1_000_000),
+    rate: int('steady-rate', 500, 1, 100_000),
+    durationMs: int('duration', 30, 1, 600) * 1000,
+    sampleMs: int('sample-ms', 100, 10, 1_000),
+    settleMs: int('settle', 300, 10, 3_600) * 1000,
+    poolSize: raw('pool') === undefined ? undefined : int('pool', 10, 1, 100),
+    enqueueWaiting: numbers(
+      'enqueue-waiting',
+      raw('enqueue-waiting') ?? '0,1000,10000,100000',
+      1_000_000,
+    ),
+    enqueueJobs: numbers('enqueue-jobs', raw('enqueue-jobs') ?? '12,500', 5_000).filter(
+      (k) => k > 0,
+    ),
+    adapterEnv: adapterOverrides(),
+    floodIndexer: floodIndexer(raw('flood-indexer') ?? 'opensearch'),
+    indexerHeapMb: int('indexer-heap', 512, 256, 8_192),
+  };
+}
+
 // Options first: --help and a bad flag answer before a database is started.
 const options = parseOptions();
-runOnScratchDatabase((scratch) => benchmark(scratch, options));
+const fleet = parseFleetOptions();
+runOnScratchDatabase((scratch) =>
+  fleet ? fleetBenchmark(scratch, fleet) : benchmark(scratch, options),
+);

@@ -3,7 +3,6 @@ import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { BenchTenant } from './app.ts';
-import type { BenchIndexer } from './opensearch.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -108,7 +107,8 @@ function vmHwm(pid: number | undefined): number | undefined {
 export async function startAdapters(input: {
   tenants: BenchTenant[];
   apiUrl: string;
-  indexer: BenchIndexer;
+  /** Each tenant's indexer: its URL and the index pattern its adapter reads. */
+  indexerOf: (tenant: BenchTenant) => { url: string; index: string };
   extra: Record<string, string>;
   /** Each adapter is handed over as soon as it runs, so a failure later can still kill it. */
   track: (adapter: AdapterProcess) => void;
@@ -122,8 +122,8 @@ export async function startAdapters(input: {
         SVC_TENANT_ID: tenant.id,
         SVC_BOOTSTRAP_DIR: tenant.mounts.bootstrapDir,
         SVC_TOKEN_FILE: tenant.mounts.tokenFile,
-        SVC_INDEXER_URL: input.indexer.url,
-        SVC_INDEXER_INDEX: input.indexer.patternFor(tenant.n),
+        SVC_INDEXER_URL: input.indexerOf(tenant).url,
+        SVC_INDEXER_INDEX: input.indexerOf(tenant).index,
         SVC_ADAPTER_HOST: '127.0.0.1',
         SVC_ADAPTER_PORT: '0',
         SVC_LOG_LEVEL: 'info',

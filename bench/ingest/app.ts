@@ -5,6 +5,8 @@ import type { AppDatabase } from '../../src/db/pools.ts';
 import type { DatabaseTarget } from '../../src/db/target.ts';
 import { issueBootstrapCredential } from '../../src/domains/adapter/adapter-service.ts';
 import { createLogger } from '../../src/log/index.ts';
+import type { MetricsRegistry } from '../../src/metrics/registry.ts';
+import type { Projector } from '../../src/projector/projector.ts';
 import { createSecretMounts, type SecretMounts } from '../../test/support/adapter-process.ts';
 import { BENCH_HASH, listen } from '../api/servers.ts';
 
@@ -25,6 +27,9 @@ export interface BenchApp {
   url: string;
   config: Config;
   db: AppDatabase;
+  /** The projector's own view (folds, lag) and the process's metrics, to check against the database. */
+  projector: Projector;
+  metrics: MetricsRegistry;
   /** Stops the projector only (the baseline phase must not be folded while it is timed). */
   stopProjector(): Promise<void>;
   close(): Promise<void>;
@@ -55,6 +60,8 @@ export async function startApp(target: DatabaseTarget, poolSize?: number): Promi
     url: server.url,
     config: core.config,
     db: core.db,
+    projector: projector.projector,
+    metrics: core.metrics,
     stopProjector,
     close: async () => {
       await server.close();

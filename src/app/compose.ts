@@ -494,7 +494,9 @@ export async function composeProjector(
     logger,
     sweepMs: input.sweepMs ?? config.projector.sweepMs,
     concurrency: config.projector.concurrency,
+    metrics: core.metrics,
   });
+  core.metrics.read({ projectorLag: () => projector.lag(0) });
   try {
     if (input.run ?? config.projector.enabled) await projector.start();
   } catch (error) {

@@ -113,7 +113,7 @@ export async function streamTenantEvents(
 }
 
 /**
- * The response body, pulled by the server as the socket takes it (issue 33): each read takes
+ * The response body, pulled by the server as the socket takes it (docs/events.md "A pulled response body"): each read takes
  * the subscription's next message and hands out its shared frame. No TransformStream, writer or
  * pump in between (Hono's streamSSE), which cost each of 10,000 open streams memory and every
  * delivery a few more promise hops. Nothing is pulled while the socket is backed up, so a slow

@@ -26,6 +26,8 @@ export interface Metrics {
   alerts(outcome: 'accepted' | 'duplicate' | 'refused', count: number): void;
   /** Sessions the retention purge deleted (ended before the audit retention's cutoff). */
   sessionsPurged(count: number): void;
+  /** One committed projector fold: each folded event's delay from its append, seconds. */
+  projectionFolded(delaysSeconds: readonly number[]): void;
   /** What one LLM call used, charged to its tenant; `cost` in USD, as SVC_LLM_PRICES prices it. */
   llmUsage(
     tenantId: string,
@@ -50,4 +52,5 @@ export const NO_METRICS: Metrics = {
   alerts: () => undefined,
   llmUsage: () => undefined,
   sessionsPurged: () => undefined,
+  projectionFolded: () => undefined,
 };

@@ -324,3 +324,48 @@ test('issue 33 the sweep asks all known tenants together and folds the ones whos
   await rebuildAll(ids);
   assert.deepEqual(await snapshot(ids), folded, 'the sweep folded every event once');
 });
+
+test('issue 33 fairness: a caught-up tenant noticed again during its fold is folded after the tenants already waiting, not again at once in its slot', async () => {
+  const [busy = '', waiting = ''] = await tenants(2);
+  const random = seeded(35);
+  await randomTraffic(db.app, busy, 5, random);
+  await randomTraffic(db.app, waiting, 5, random);
+  const real = service(1_000);
+  const calls: string[] = [];
+  let p: Projector | undefined;
+  let noticed = false;
+  const recording: ProjectionService = {
+    ...real,
+    foldNext: async (tenantId) => {
+      calls.push(tenantId);
+      // While the busy tenant folds, the other is marked, then the busy one gets a notice
+      // again (new events while its fold runs, as with an adapter posting every half second).
+      if (tenantId === busy && !noticed) {
+        noticed = true;
+        await new Promise((resolve) => setImmediate(resolve));
+        void p?.catchUp([waiting, busy]);
+      }
+      return real.foldNext(tenantId);
+    },
+  };
+  p = createProjector({
+    projections: recording,
+    events: { watch: () => () => undefined },
+    logger,
+    sweepMs: 3_600_000,
+    concurrency: 1,
+  });
+  await p.start();
+  try {
+    await p.catchUp([busy]);
+  } finally {
+    await p.stop();
+  }
+  const first = calls.indexOf(busy);
+  assert.ok(first >= 0 && noticed);
+  assert.deepEqual(
+    calls.slice(first, first + 3),
+    [busy, waiting, busy],
+    `the waiting tenant's turn came before the busy tenant's second fold: ${calls.join(', ')}`,
+  );
+});

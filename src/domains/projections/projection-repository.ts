@@ -81,19 +81,36 @@ export async function advanceCheckpoints(
   return result.rowCount ?? 0;
 }
 
-/** Whether the tenant has events past the lowest checkpoint (a missing one counts as 0). */
-export async function hasUnfoldedEvents(tx: TenantTx): Promise<boolean> {
-  const { rows } = await tx.query<{ behind: boolean }>(
+/**
+ * When the tenant's oldest event past its lowest checkpoint (a missing one counts as 0) was
+ * appended; undefined when every projection has folded everything. One probe of the events'
+ * primary key, whatever the backlog.
+ */
+export async function oldestUnfoldedEvent(tx: TenantTx): Promise<Date | undefined> {
+  const { rows } = await tx.query<Pick<s.events.Selectable, 'recorded_at'>>(
     prepared(
-      'projections.behind',
-      `SELECT coalesce((SELECT max(id) FROM events), 0) >
-              (SELECT CASE WHEN count(*) = cardinality($1::text[])
-                           THEN coalesce(min(last_event_id), 0) ELSE 0 END
-                 FROM projection_checkpoints WHERE projection = ANY($1::text[])) AS behind`,
+      'projections.oldest_unfolded',
+      `SELECT recorded_at FROM events
+        WHERE id > (SELECT CASE WHEN count(*) = cardinality($1::text[])
+                                THEN coalesce(min(last_event_id), 0) ELSE 0 END
+                      FROM projection_checkpoints WHERE projection = ANY($1::text[]))
+        ORDER BY id LIMIT 1`,
       [PROJECTION_NAMES],
     ),
   );
-  return rows[0]?.behind === true;
+  return rows[0]?.recorded_at;
+}
+
+/** When the tenant's first event after `eventId` was appended (undefined: none yet). */
+export async function nextEventAfter(tx: TenantTx, eventId: bigint): Promise<Date | undefined> {
+  const { rows } = await tx.query<Pick<s.events.Selectable, 'recorded_at'>>(
+    prepared(
+      'projections.next_after',
+      'SELECT recorded_at FROM events WHERE id > $1::bigint ORDER BY id LIMIT 1',
+      [String(eventId)],
+    ),
+  );
+  return rows[0]?.recorded_at;
 }
 
 /** Tenants with events past their lowest checkpoint, across the install (the projector's start). */
@@ -140,19 +157,23 @@ export async function clearProjections(tx: TenantTx, tenantId: string): Promise<
 
 /**
  * Writes one batch's changes, projection by projection in registry order, each projection's
- * statements in its own order; a statement whose row lists are all empty is skipped.
+ * statements in its own order; a statement whose row lists are all empty is skipped. All are
+ * sent before any answer is awaited (in order on the connection: a pipelined one sends them
+ * together, an unpipelined one queues them), so the batch costs one round trip.
  */
 export async function writeChanges(
   tx: TenantTx,
   tenantId: string,
   changes: ProjectionChanges,
 ): Promise<void> {
+  const sent: Promise<unknown>[] = [];
   for (const projection of registered) {
     for (const write of projection.writes) {
       const parts = write.rows(changes[projection.name]);
       if (parts.every((rows) => rows.length === 0)) continue;
       const values = [tenantId, ...parts.map((rows) => JSON.stringify(rows))];
-      await tx.query(prepared(write.label, write.text, values));
+      sent.push(tx.query(prepared(write.label, write.text, values)));
     }
   }
+  await Promise.all(sent);
 }

@@ -11,7 +11,8 @@ import {
   advanceCheckpoints,
   allTenants,
   clearProjections,
-  hasUnfoldedEvents,
+  nextEventAfter,
+  oldestUnfoldedEvent,
   projectorLock,
   readCheckpoints,
   tenantsWithUnfoldedEvents,
@@ -45,42 +46,83 @@ function lowest(checkpoints: Checkpoints): bigint {
 /**
  * One batch after the checkpoints, folded, written and checkpointed in the caller's
  * transaction. Ids are commit order within a tenant (sql/0008), so "after the checkpoint" never
- * skips an event that commits later.
+ * skips an event that commits later. The writes, the checkpoints' advance and (with `probeNext`,
+ * when the batch is full) the next event's append time go out together: on a pipelined
+ * connection one round trip, not one per statement (a fold was round-trip bound on a busy
+ * machine: docs/benchmarks.md "Ingest at fleet size").
  */
 async function foldBatch(
   tx: TenantTx,
   tenantId: string,
   checkpoints: Checkpoints,
   limit: number,
-): Promise<{ events: number; lastEventId: bigint }> {
+  probeNext = false,
+): Promise<{ events: number; lastEventId: bigint; appendedAt: Date[]; next?: Date | undefined }> {
   const events = await readEventsToFold(tx, lowest(checkpoints), limit);
   const last = events.at(-1);
-  if (!last) return { events: 0, lastEventId: lowest(checkpoints) };
+  if (!last) return { events: 0, lastEventId: lowest(checkpoints), appendedAt: [] };
   const lastEventId = BigInt(last.id);
-  await writeChanges(tx, tenantId, foldEvents(events, checkpoints));
   const behind = PROJECTION_NAMES.filter((p) => checkpoints[p] < lastEventId);
-  if ((await advanceCheckpoints(tx, tenantId, behind, lastEventId)) !== behind.length)
-    throw new CheckpointConflictError(tenantId);
+  const [, moved, next] = await Promise.all([
+    writeChanges(tx, tenantId, foldEvents(events, checkpoints)),
+    advanceCheckpoints(tx, tenantId, behind, lastEventId),
+    probeNext && events.length >= limit ? nextEventAfter(tx, lastEventId) : undefined,
+  ]);
+  if (moved !== behind.length) throw new CheckpointConflictError(tenantId);
   for (const p of behind) checkpoints[p] = lastEventId;
-  return { events: events.length, lastEventId };
+  return { events: events.length, lastEventId, appendedAt: events.map((e) => e.recordedAt), next };
 }
 
 export function createProjectionService(deps: ProjectionServiceDeps) {
   const { db } = deps;
   const limit = deps.batchSize ?? DEFAULT_BATCH_SIZE;
+
+  /**
+   * The periodic sweep's cheap question, for many tenants: of `tenantIds`, those with
+   * unfolded events, each with when its oldest unfolded event was appended, each asked under
+   * its own tenant's RLS context. SWEEP_CHUNK tenants share one unit of work (one connection
+   * and transaction, each question still in its own tenant's RLS scope), so a sweep over a
+   * thousand tenants is five transactions, not a thousand.
+   */
+  async function lagOf(tenantIds: readonly string[]): Promise<Map<string, Date>> {
+    const behind = new Map<string, Date>();
+    for (let at = 0; at < tenantIds.length; at += SWEEP_CHUNK) {
+      const chunk = tenantIds.slice(at, at + SWEEP_CHUNK);
+      const oldest = await db.unitOfWork(() =>
+        Promise.all(chunk.map((id) => db.withTenant(id, oldestUnfoldedEvent))),
+      );
+      chunk.forEach((id, k) => {
+        const since = oldest[k];
+        if (since) behind.set(id, since);
+      });
+    }
+    return behind;
+  }
+
   return {
     batchSize: limit,
 
     /**
      * One fold transaction for the tenant: its lock (or 'locked' when another projector has
-     * it), the checkpoints, up to one batch of events, the rows, the checkpoints again.
+     * it), the checkpoints, up to one batch of events, the rows, the checkpoints again; when
+     * the batch was full, when the next event waiting was appended (the tenant's lag).
      */
     foldNext(tenantId: string): Promise<FoldOutcome> {
       return db.withTenant(tenantId, async (tx): Promise<FoldOutcome> => {
-        if (!(await tryProjectorLock(tx, tenantId))) return { kind: 'locked' };
-        const checkpoints = await readCheckpoints(tx);
-        const batch = await foldBatch(tx, tenantId, checkpoints, limit);
-        return { kind: 'folded', ...batch, caughtUp: batch.events < limit };
+        // The lock and the checkpoints in one round trip: read for nothing when it is held.
+        const [locked, checkpoints] = await Promise.all([
+          tryProjectorLock(tx, tenantId),
+          readCheckpoints(tx),
+        ]);
+        if (!locked) return { kind: 'locked' };
+        const { next, ...batch } = await foldBatch(tx, tenantId, checkpoints, limit, true);
+        const caughtUp = batch.events < limit;
+        return {
+          kind: 'folded',
+          ...batch,
+          caughtUp,
+          ...(next ? { nextAppendedAt: next } : {}),
+        };
       });
     },
 
@@ -100,25 +142,11 @@ export function createProjectionService(deps: ProjectionServiceDeps) {
       });
     },
 
-    /**
-     * The periodic sweep's cheap question, for many tenants: of `tenantIds`, those with
-     * unfolded events, each asked under its own tenant's RLS context. SWEEP_CHUNK tenants
-     * share one unit of work (one connection and transaction, each question still in its own
-     * tenant's RLS scope), so a sweep over a thousand tenants is five transactions, not a
-     * thousand.
-     */
+    lagOf,
+
+    /** Of `tenantIds`, those with unfolded events (lagOf without the times). */
     async behindOf(tenantIds: readonly string[]): Promise<string[]> {
-      const behind: string[] = [];
-      for (let at = 0; at < tenantIds.length; at += SWEEP_CHUNK) {
-        const chunk = tenantIds.slice(at, at + SWEEP_CHUNK);
-        const flags = await db.unitOfWork(() =>
-          Promise.all(chunk.map((id) => db.withTenant(id, hasUnfoldedEvents))),
-        );
-        chunk.forEach((id, k) => {
-          if (flags[k]) behind.push(id);
-        });
-      }
-      return behind;
+      return [...(await lagOf(tenantIds)).keys()];
     },
 
     /** Tenants with unfolded events, across the install: one audited system entry. */

@@ -83,7 +83,17 @@ export type Verdict = (typeof VERDICTS)[number];
 /** One fold transaction's outcome for a tenant. */
 export type FoldOutcome =
   /** Another projector (this process or a replica) holds the tenant: it folds instead. */
-  { kind: 'locked' } | { kind: 'folded'; events: number; lastEventId: bigint; caughtUp: boolean };
+  | { kind: 'locked' }
+  | {
+      kind: 'folded';
+      events: number;
+      lastEventId: bigint;
+      caughtUp: boolean;
+      /** When each folded event was appended (its recorded_at), in fold order. */
+      appendedAt: Date[];
+      /** Not caught up: when the first event still to fold was appended. */
+      nextAppendedAt?: Date;
+    };
 
 export interface RebuildResult {
   tenantId: string;

@@ -4,6 +4,7 @@ import { createHelmRunner } from '../cluster/helm.ts';
 import { countedKubeConfig } from '../cluster/kube-requests.ts';
 import { createNamespaceStore } from '../cluster/namespaces.ts';
 import type { SecretStore } from '../cluster/secrets.ts';
+import { sharedConnections } from '../cluster/shared-connections.ts';
 import type { Config } from '../config/index.ts';
 import type { ProvisioningService } from '../domains/provisioning/provisioning-service.ts';
 import type { Logger } from '../log/index.ts';
@@ -46,8 +47,9 @@ export function orchestratorDeps(parts: OrchestratorParts): OrchestratorDeps {
   const { config } = parts;
   const o = config.orchestrator;
   const metrics = parts.metrics ?? NO_METRICS;
-  // Every request of the orchestrator's own clients counted (svc_kube_requests_total).
-  const kubeConfig = countedKubeConfig(parts.kubeConfig, metrics.kubeRequest);
+  // Every request of the orchestrator's own clients counted (svc_kube_requests_total),
+  // and all of them on one keep-alive connection pool (src/cluster/shared-connections.ts).
+  const kubeConfig = countedKubeConfig(sharedConnections(parts.kubeConfig), metrics.kubeRequest);
   return {
     provisioning: parts.provisioning,
     secrets: parts.secrets,

@@ -1,10 +1,12 @@
 import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ApiException, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import type { HelmRunner } from '../../src/cluster/helm.ts';
 import { countedKubeConfig } from '../../src/cluster/kube-requests.ts';
 import { createNamespaceStore } from '../../src/cluster/namespaces.ts';
+import { createLogger } from '../../src/log/index.ts';
 import { RELEASE_NAME } from '../../src/orchestrator/release.ts';
 import { ownOrchestrator } from './inject.ts';
 import { activeTenant, lifecycle, tenantRow, useOrchestration, waitForState } from './support.ts';
@@ -195,7 +197,7 @@ test('issue 18 item 7: a release uninstalled by hand is re-installed by the sche
   assert.equal((await tenantRow(o, id))?.state, 'active');
 });
 
-test('issue 33: a reconcile pass over tenants that match the cluster spawns no helm process, reads svc namespaces and install Secrets with one LIST each (no namespace GET), and costs the same fixed number of requests per tenant', {
+test('issue 33: a reconcile pass over tenants that match the cluster spawns no helm process, reads svc namespaces and install Secrets with one LIST each (no namespace GET), costs the same fixed number of requests per tenant, and logs one line saying what it did', {
   timeout: 400_000,
 }, async () => {
   await activeTenant(o, 'pass-cost');
@@ -213,11 +215,23 @@ test('issue 33: a reconcile pass over tenants that match the cluster spawns no h
       return inner(a);
     };
   }
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger(
+    'info',
+    new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString('utf8').split('\n').filter(Boolean))
+          lines.push(JSON.parse(line) as Record<string, unknown>);
+        done();
+      },
+    }),
+  );
   const own = ownOrchestrator(o, {
     ...o.deps,
     kubeConfig,
     namespaces: createNamespaceStore(kubeConfig),
     helm,
+    logger,
   });
   try {
     await own.orchestrator.reconcile(); // after the start pass, which repaired nothing either
@@ -240,6 +254,19 @@ test('issue 33: a reconcile pass over tenants that match the cluster spawns no h
     // maintenance reads svc may only make there (docs/orchestrator.md "What one pass costs").
     assert.equal(counts.get('list secrets'), 1 + tenants, seen);
     assert.equal(total, 2 + 7 * tenants, seen);
+    // The pass's own account (what bench:provision reads from a real orchestrator's log).
+    const passes = lines.filter((l) => l.msg === 'reconciliation pass done');
+    assert.equal(passes.length, 3, 'the start pass and the two above'); // queued, never overlapping
+    const last = passes.at(-1) as Record<string, number | boolean>;
+    assert.equal(last.snapshot, true);
+    assert.ok(Number(last.selected) >= tenants, JSON.stringify(last));
+    assert.equal(
+      Number(last.done) + Number(last.busy) + Number(last.failed),
+      last.selected,
+      JSON.stringify(last),
+    );
+    assert.equal(last.failed, 0, JSON.stringify(last));
+    assert.ok(typeof last.ms === 'number' && last.ms <= ms + 1, JSON.stringify(last));
     // Reported for docs/orchestrator.md "What one pass costs".
     console.log(
       `# reconcile pass: ${tenants} active tenants, ${total} API requests, ${ms.toFixed(0)} ms`,

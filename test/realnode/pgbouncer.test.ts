@@ -282,6 +282,8 @@ test('issue 33 an authenticated API request is answered through the pooler: svcâ
       .flat()
       .map((p) => p.status?.podIP),
   );
+  // The chart's database.maxConnections (200) reached the server (the image's own is 100).
+  assert.deepEqual(await databaseRows('SHOW max_connections'), [['200']]);
   const sessions = await databaseRows(
     `SELECT usename, coalesce(host(client_addr), ''), application_name
        FROM pg_stat_activity WHERE datname = 'svc' AND backend_type = 'client backend'`,

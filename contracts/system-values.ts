@@ -9,6 +9,15 @@ import {
   tenantSchedulingInput,
   tolerations,
 } from './scheduling.ts';
+import {
+  closed,
+  Digest,
+  DnsLabelPattern,
+  EdgeProxyValues,
+  HostnamePattern,
+  imageValues,
+  PgBouncerValues,
+} from './system-components.ts';
 import { TenantPackages } from './tenant-packages.ts';
 import { CANONICAL_UUID } from './uuid.ts';
 
@@ -28,13 +37,9 @@ import { CANONICAL_UUID } from './uuid.ts';
  *
  * Patterns avoid look-arounds: Helm checks them with Go's RE2 engine.
  */
-const closed = { additionalProperties: false } as const;
-
 const Uuid = Type.String({ pattern: `^${CANONICAL_UUID}$` });
-const DnsLabelPattern = '[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?';
 const dnsLabel = (options: object = {}) =>
   Type.String({ ...options, pattern: `^${DnsLabelPattern}$` });
-const HostnamePattern = `${DnsLabelPattern}(\\.${DnsLabelPattern})*`;
 const Hostname = Type.String({ maxLength: 253, pattern: `^${HostnamePattern}$` });
 /** One `*` label in front of a hostname with at least two labels: `*.customers.example.com`. */
 const WildcardHostname = Type.String({
@@ -52,8 +57,6 @@ const Cidr = Type.String({
   pattern: `^((${Octet}\\.){3}${Octet}/(3[0-2]|[12]?[0-9])|[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*/(12[0-8]|1[01][0-9]|[1-9]?[0-9]))$`,
 });
 const Port = Type.Integer({ minimum: 1, maximum: 65535 });
-/** An image digest (spec §9.3: pin by digest); empty means the tag. */
-const Digest = Type.String({ pattern: '^(sha256:[0-9a-f]{64})?$', default: '' });
 
 export const SystemValues = Type.Object(
   {
@@ -98,17 +101,7 @@ export const SystemValues = Type.Object(
     database: Type.Object(
       {
         enabled: Type.Boolean({ default: true }),
-        image: Type.Object(
-          {
-            repository: Type.String({
-              pattern: '^[a-z0-9]([a-z0-9.:/_-]*[a-z0-9])?$',
-              default: 'docker.io/library/postgres',
-            }),
-            tag: Type.String({ pattern: '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$', default: '18' }),
-            digest: Digest,
-          },
-          closed,
-        ),
+        image: imageValues('docker.io/library/postgres', '18'),
         /**
          * The in-chart server's max_connections (docs/operations.md "Sizing"): the image's 100
          * is below what 3 API, 2 orchestrator and 2 worker replicas open directly (about 122).
@@ -315,74 +308,9 @@ export const SystemValues = Type.Object(
       closed,
     ),
     /** The edge proxy (spec §2.9 monitorIngress.mode=edge-proxy; docs/operations.md). */
-    edgeProxy: Type.Object(
-      {
-        enabled: Type.Boolean({ default: false }),
-        image: Type.Object(
-          {
-            repository: Type.String({
-              pattern: '^[a-z0-9]([a-z0-9.:/_-]*[a-z0-9])?$',
-              default: 'docker.io/library/haproxy',
-            }),
-            tag: Type.String({ pattern: '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$', default: '2.6' }),
-            digest: Digest,
-          },
-          closed,
-        ),
-        replicas: Type.Integer({ minimum: 1, maximum: 20, default: 2 }),
-        /** Above the health port (8404) and leaving room for pairs below 65535. */
-        portBase: Type.Integer({ minimum: 10000, maximum: 60000, default: 20000 }),
-        clusterDomain: Type.String({
-          maxLength: 200,
-          pattern: `^${HostnamePattern}$`,
-          default: 'cluster.local',
-        }),
-        service: Type.Object(
-          {
-            type: Type.Union([Type.Literal('LoadBalancer'), Type.Literal('ClusterIP')], {
-              default: 'LoadBalancer',
-            }),
-            annotations: Type.Record(Type.String(), Type.String(), { default: {} }),
-          },
-          closed,
-        ),
-        resources: resources({ cpu: '100m', memory: '128Mi' }, { cpu: '1', memory: '512Mi' }),
-      },
-      closed,
-    ),
-    /**
-     * PgBouncer in transaction-pooling mode in front of the database for svc's transactional
-     * pools (docs/operations.md "Connection pooling (PgBouncer)"). The image must have /bin/sh
-     * and `pgbouncer` on PATH: the chart's start script writes the auth file from the database
-     * Secret. `poolSize` is server connections per (database, role) per replica (pgbouncer's
-     * default_pool_size), so the database sees at most replicas × poolSize × 2 (svc_app,
-     * svc_mssp) through it.
-     */
-    pgbouncer: Type.Object(
-      {
-        enabled: Type.Boolean({ default: false }),
-        image: Type.Object(
-          {
-            repository: Type.String({
-              pattern: '^[a-z0-9]([a-z0-9.:/_-]*[a-z0-9])?$',
-              default: 'ghcr.io/cloudnative-pg/pgbouncer',
-            }),
-            tag: Type.String({
-              pattern: '^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$',
-              default: '1.24.1',
-            }),
-            digest: Digest,
-          },
-          closed,
-        ),
-        replicas: Type.Integer({ minimum: 1, maximum: 20, default: 2 }),
-        poolSize: Type.Integer({ minimum: 1, maximum: 1000, default: 10 }),
-        /** pgbouncer's max_client_conn: every replica's pooled connections, with room. */
-        maxClientConnections: Type.Integer({ minimum: 10, maximum: 100000, default: 2000 }),
-        resources: resources({ cpu: '50m', memory: '64Mi' }, { cpu: '1', memory: '256Mi' }),
-      },
-      closed,
-    ),
+    edgeProxy: EdgeProxyValues,
+    /** PgBouncer in front of the database (docs/operations.md "Connection pooling (PgBouncer)"). */
+    pgbouncer: PgBouncerValues,
     /**
      * Where svc's pods run (api, orchestrator, worker, database, edge proxy, pooler): Kubernetes'
      * own `nodeSelector` and `tolerations`, applied to every pod of the release (dedicated

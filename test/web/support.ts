@@ -99,6 +99,10 @@ export async function startSvc(extraEnv: Record<string, string> = {}): Promise<S
     const consoleUrl = `http://localhost:${port}`;
     const admin = await apiSession(consoleUrl, generated[1], generated[2], ADMIN_PASSWORD);
     const sql = new pg.Pool({ ...(await embeddedMssp(dataDir)), max: 2 });
+    // pg-pool's end() resolves before its clients have closed: one still closing when svc's
+    // embedded PostgreSQL shuts down gets 57P01 and must not crash the file (a clean-clone CI
+    // run's test/web/cross-tenant.test.ts did; test/support/database.ts does the same).
+    sql.on('error', () => undefined);
     return {
       port,
       consoleUrl,

@@ -130,6 +130,21 @@ Fleet run (issue 33: 100 adapters at once, stand-in indexers, one tenant flooded
 Adapters: SVC_POLL_SECONDS, SVC_INGEST_BATCH, SVC_HEARTBEAT_SECONDS, SVC_LATE_WINDOW_SECONDS.
 svc: SVC_PROJECTOR_*, SVC_INGEST_*.`;
 
+/** A flag's text (or its BENCH_* variable) and a bounded integer flag. */
+function optionReader(values: object) {
+  const raw = (name: (typeof FLAGS)[number]) =>
+    (values as Partial<Record<string, string>>)[name] ??
+    process.env[`BENCH_${name.toUpperCase().replaceAll('-', '_')}`];
+  const int = (name: (typeof FLAGS)[number], fallback: number, min: number, max: number) => {
+    const text = raw(name);
+    const value = text === undefined ? fallback : Number(text.replaceAll('_', ''));
+    if (!Number.isInteger(value) || value < min || value > max)
+      throw new Error(`--${name} must be an integer ${min}-${max}, got ${JSON.stringify(text)}`);
+    return value;
+  };
+  return { raw, int };
+}
+
 function parseOptions(): Options {
   const { values } = parseArgs({
     options: {
@@ -141,16 +156,7 @@ function parseOptions(): Options {
     console.log(USAGE);
     process.exit(0);
   }
-  const raw = (name: (typeof FLAGS)[number]) =>
-    (values as Partial<Record<string, string>>)[name] ??
-    process.env[`BENCH_${name.toUpperCase().replaceAll('-', '_')}`];
-  const int = (name: (typeof FLAGS)[number], fallback: number, min: number, max: number) => {
-    const text = raw(name);
-    const value = text === undefined ? fallback : Number(text.replaceAll('_', ''));
-    if (!Number.isInteger(value) || value < min || value > max)
-      throw new Error(`--${name} must be an integer ${min}-${max}, got ${JSON.stringify(text)}`);
-    return value;
-  };
+  const { raw, int } = optionReader(values);
   return {
     tenants: int('tenants', 50, 1, 200),
     alerts: int('alerts', 2_000, 1, 100_000),
@@ -530,16 +536,7 @@ function parseFleetOptions(): FleetOptions | undefined {
     options: Object.fromEntries(FLAGS.map((name) => [name, { type: 'string' as const }])),
     strict: false,
   });
-  const raw = (name: (typeof FLAGS)[number]) =>
-    (values as Partial<Record<string, string>>)[name] ??
-    process.env[`BENCH_${name.toUpperCase().replaceAll('-', '_')}`];
-  const int = (name: (typeof FLAGS)[number], fallback: number, min: number, max: number) => {
-    const text = raw(name);
-    const value = text === undefined ? fallback : Number(text.replaceAll('_', ''));
-    if (!Number.isInteger(value) || value < min || value > max)
-      throw new Error(`--${name} must be an integer ${min}-${max}, got ${JSON.stringify(text)}`);
-    return value;
-  };
+  const { raw, int } = optionReader(values);
   if (raw('adapters') === undefined) return undefined;
   return {
     adapters: int('adapters', 100, 2, 200),

@@ -9,6 +9,7 @@ import type { AppDatabase } from '../../db/pools.ts';
 import { readEachTenant } from '../../db/tenant-batch.ts';
 import { findUserStates, type UserState } from '../users/user-repository.ts';
 import { findSessionStates, type SessionState } from './credential-watch-repository.ts';
+import { isLive } from './session-repository.ts';
 
 /**
  * How often open credentials are re-checked against the database anyway. Revocations reach
@@ -406,9 +407,7 @@ function judge(
   if (session !== null) {
     if (!session || session.revoked_at !== null)
       return { event: 'revoked', reason: 'session_revoked' };
-    // isLive's expiry rule (session-repository.ts, spec §3.2) on the judged columns alone.
-    if (!(now < session.absolute_expiry && now < session.idle_expiry))
-      return { event: 'expired', reason: 'session_expired' };
+    if (!isLive(session, now)) return { event: 'expired', reason: 'session_expired' };
   }
   // Proxy mode never asks for a password change, not even of a token's holder: the proxy
   // authenticates, and the password set for the move to internal mode (spec §5.10) is not

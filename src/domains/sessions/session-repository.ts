@@ -190,7 +190,9 @@ export async function findSessionsById(
 }
 
 /** Spec §3.2: missing, revoked, or past either expiry is rejected; the row is kept. */
-export function isLive(session: SessionRow | undefined, now: Date): session is SessionRow {
+export function isLive<
+  S extends Pick<SessionRow, 'revoked_at' | 'absolute_expiry' | 'idle_expiry'>,
+>(session: S | undefined, now: Date): session is S {
   return (
     session !== undefined &&
     session.revoked_at === null &&
